@@ -7,6 +7,10 @@ lambda are passed. Step-size control as in Gambit's path tracer (Allgower & Geor
 rejected when the first correction is too long or the corrections stop contracting, and the next
 step length is scaled by the observed distance and contraction rate. A `monitor` called after
 every accepted point decides when to stop.
+
+The branch starts at the unique point with lambda = 0 and cannot return there, so a point with
+lambda < 0 means the tracer jumped onto another branch: it stops with stop_reason "left_branch"
+(the caller may retrace with tighter step control).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from solvers._logit import Evaluation, LogitSystem
 class ContinuationOptions:
     first_step: float = 0.03
     max_accel: float = 1.5  # largest step growth (and shrink) factor
-    max_distance: float = 0.4  # largest accepted corrector step (weighted norm)
+    max_distance: float = 0.1  # largest accepted corrector step (weighted norm)
     max_contraction: float = 0.6  # largest accepted ratio of successive corrector steps
     corrector_tol: float = 1e-7  # corrector converged below this step length
     max_corrector: int = 20
@@ -105,6 +109,9 @@ def trace_branch(
         stats.steps += 1
         if monitor(z, evaluation):
             stats.stop_reason = "converged"
+            break
+        if z[-1] < 0.0:
+            stats.stop_reason = "left_branch"
             break
         if z[-1] >= options.max_lambda:
             stats.stop_reason = "max_lambda"

@@ -13,7 +13,7 @@ annealed QRE loss with Adam (Section 3.2, App. F), kept to reproduce it.
 from __future__ import annotations
 
 import time
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Literal, Sequence, Union
 
 import numpy as np
@@ -32,6 +32,9 @@ Target = Union[Literal["affinity", "uniform"], Sequence[np.ndarray]]
 _SUPPORT_GAPS = (8.0, 16.0, 32.0)
 # A polished point farther than this (L1 over players) from the branch is never taken for its end.
 _MAX_POLISH_DISTANCE = 0.1
+# Each retrace (after a trace that left the branch or stalled) tightens the step control this much.
+_RETRACE_DISTANCE_FACTOR = 0.25
+_RETRACE_CONTRACTION_FACTOR = 0.6
 
 
 def nash(
@@ -44,6 +47,7 @@ def nash(
     tol: float = 1e-6,
     polish_from: float = 1e-3,
     backend: Literal["numpy", "jax"] = "numpy",
+    retraces: int = 2,
     **options,
 ) -> Equilibrium:
     """The limiting logit equilibrium of `game` selected from `target`, with its ratings (eq. 1).
@@ -51,7 +55,9 @@ def nash(
     target: "affinity" (t_i = argmax H_a^p, clone-invariant), "uniform" (classic LLE), or one
     probability vector per player. method="branch" (default): continuation to exploitability <= `tol`
     (a Newton polish on the branch's support is tried once the branch is `polish_from`-exact);
-    extra options are fields of `ContinuationOptions`. method="anneal": the paper's schedule; extra
+    a trace that jumps off the branch (lambda < 0) or stalls above `tol` is retraced from the
+    start with tighter step control, up to `retraces` times; extra options are fields of
+    `ContinuationOptions`. method="anneal": the paper's schedule; extra
     options are fields of `AnnealOptions` (e.g. max_steps). backend: where the king-of-the-hill
     continuation runs its memory-bound contractions ("numpy": BLAS, no compilation; "jax": jitted).
     Returns an Equilibrium with marginals (one (A_i,) array per player), joint None, ratings =
@@ -63,13 +69,14 @@ def nash(
     # The solver's matrix-vector passes are memory-bound: one BLAS thread is as fast, and avoids
     # OpenBLAS's thread spinning when the machine is busy.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, options, start)
+        return _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, retraces, options, start)
 
 
-def _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, options, start) -> Equilibrium:
+def _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, retraces, options, start):
     targets, target_name = _resolve_targets(game, target, p, kernel_variance)
     if method == "branch":
-        xs, info = _branch(game, targets, tol, polish_from, backend, _options(ContinuationOptions, options))
+        continuation = _options(ContinuationOptions, options)
+        xs, info = _branch_with_retraces(game, targets, tol, polish_from, backend, continuation, retraces)
         temperature = info.pop("temperature")
         steps = info["steps"]
     elif method == "anneal":
@@ -79,7 +86,7 @@ def _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, o
     else:
         raise ValueError(f"method must be 'branch' or 'anneal'; got {method!r}")
     ratings = _ratings(values_function(game), xs)
-    expl = float(sum(r.max() for r in ratings))
+    expl = float(sum(max(0.0, r.max()) for r in ratings))  # each max >= 0 up to rounding
     return Equilibrium(
         marginals=[np.asarray(x) for x in xs],
         joint=None,
@@ -144,9 +151,33 @@ def _same(xs, ys, atol: float = 1e-9) -> bool:
     return all(np.allclose(x, y, atol=atol, rtol=0.0) for x, y in zip(xs, ys))
 
 
-def _branch(game: Game, targets, tol: float, polish_from: float, backend: str, options: ContinuationOptions):
+def _branch_with_retraces(game, targets, tol, polish_from, backend, options: ContinuationOptions, retraces: int):
+    """Trace the branch; if the trace ends above `tol`, retrace with tighter step control."""
     log_targets = [np.log(t) for t in targets]
     system = logit_system(game, log_targets, backend)
+    total_steps, history = 0, []
+    for attempt in range(retraces + 1):
+        xs, info = _branch(game, system, log_targets, tol, polish_from, backend, options)
+        total_steps += info["steps"]
+        history.append({"max_distance": options.max_distance, "steps": info["steps"],
+                        "stop_reason": info["stop_reason"], "exploitability": info["exploitability"]})
+        if info["exploitability"] <= tol:
+            break
+        options = replace(
+            options,
+            first_step=options.first_step * _RETRACE_DISTANCE_FACTOR,
+            max_distance=options.max_distance * _RETRACE_DISTANCE_FACTOR,
+            max_contraction=options.max_contraction * _RETRACE_CONTRACTION_FACTOR,
+        )
+    info["steps"] = total_steps
+    info["retraces"] = len(history) - 1
+    info["traces"] = history
+    return xs, info
+
+
+def _branch(game: Game, system, log_targets, tol: float, polish_from: float, backend: str,
+            options: ContinuationOptions):
+    targets = [np.exp(t) for t in log_targets]
     values_fn = values_function(game)
     state = {"polished": None, "last_polish_lambda": 0.0, "polish_attempts": 0, "polish_iterations": 0,
              "branch_exploitability": np.inf, "xs": None, "lambda": 0.0,
@@ -206,6 +237,7 @@ def _branch(game: Game, targets, tol: float, polish_from: float, backend: str, o
     if xs is None:  # not a single accepted step
         xs = [np.asarray(t) for t in targets]
     info = {
+        "exploitability": float(sum(r.max() for r in _ratings(values_fn, xs))),
         "steps": stats.steps,
         "rejected_steps": stats.rejected,
         "factorisations": stats.factorisations,

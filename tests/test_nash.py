@@ -245,6 +245,30 @@ def test_anneal_runs_on_king_of_the_hill_games():
         assert x.sum() == pytest.approx(1.0)
 
 
+# ---- robustness at scale -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def grid_game_1000():
+    """1000x32x32 on the 5-point judgment grid: the coarse step control once jumped branches here."""
+    return koth_game(_random_king(np.random.default_rng(0), 1000, 32, grid=True))
+
+
+def test_a_trace_that_jumps_off_the_branch_is_detected_and_retraced(grid_game_1000):
+    coarse = nash(grid_game_1000, "uniform", max_distance=0.4)
+    first = coarse.diagnostics["traces"][0]
+    assert first["stop_reason"] == "left_branch" and first["exploitability"] > 1e-2
+    assert coarse.diagnostics["retraces"] >= 1
+    assert coarse.diagnostics["stop_reason"] == "converged"
+    assert coarse.exploitability <= 1e-6
+    assert coarse.steps == sum(t["steps"] for t in coarse.diagnostics["traces"])
+
+    default = nash(grid_game_1000, "uniform")
+    assert default.diagnostics["retraces"] == 0 and default.exploitability <= 1e-6
+    for x, y in zip(coarse.marginals, default.marginals):  # both traces end where the branch ends
+        np.testing.assert_allclose(x, y, atol=1e-6)
+
+
 # ---- API and properties ------------------------------------------------------------------------
 
 
