@@ -152,15 +152,21 @@ def _same(xs, ys, atol: float = 1e-9) -> bool:
 
 
 def _branch_with_retraces(game, targets, tol, polish_from, backend, options: ContinuationOptions, retraces: int):
-    """Trace the branch; if the trace ends above `tol`, retrace with tighter step control."""
+    """Trace the branch; while a trace ends above `tol`, retrace with tighter step control.
+
+    Returns the best trace's end (lowest exploitability); `steps` counts every trace.
+    """
+    if retraces < 0:
+        raise ValueError(f"retraces must be >= 0; got {retraces}")
     log_targets = [np.log(t) for t in targets]
     system = logit_system(game, log_targets, backend)
-    total_steps, history = 0, []
-    for attempt in range(retraces + 1):
+    best, history = None, []
+    for _ in range(retraces + 1):
         xs, info = _branch(game, system, log_targets, tol, polish_from, backend, options)
-        total_steps += info["steps"]
         history.append({"max_distance": options.max_distance, "steps": info["steps"],
                         "stop_reason": info["stop_reason"], "exploitability": info["exploitability"]})
+        if best is None or info["exploitability"] < best[1]["exploitability"]:
+            best = (xs, info)
         if info["exploitability"] <= tol:
             break
         options = replace(
@@ -169,7 +175,8 @@ def _branch_with_retraces(game, targets, tol, polish_from, backend, options: Con
             max_distance=options.max_distance * _RETRACE_DISTANCE_FACTOR,
             max_contraction=options.max_contraction * _RETRACE_CONTRACTION_FACTOR,
         )
-    info["steps"] = total_steps
+    xs, info = best
+    info["steps"] = sum(trace["steps"] for trace in history)
     info["retraces"] = len(history) - 1
     info["traces"] = history
     return xs, info

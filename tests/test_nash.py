@@ -290,6 +290,8 @@ def test_bad_arguments_are_named():
     game = _zero_sum(RPS)
     with pytest.raises(ValueError, match="target"):
         nash(game, "shannon")
+    with pytest.raises(ValueError, match="retraces"):
+        nash(game, "uniform", retraces=-1)
     with pytest.raises(ValueError, match=r"target\[1\]"):
         nash(game, [np.ones(3) / 3, np.array([1.0, 0.0, 0.0])])
     with pytest.raises(ValueError, match="method"):
