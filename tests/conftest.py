@@ -1,8 +1,10 @@
-"""Shared fixtures: a temporary Prefect home and API (one per session) and temporary warehouses."""
+"""Shared fixtures: a temporary Prefect home and API (one per session), temporary warehouses and the
+original source files (tests/data/sources.tar.xz, extracted once per session)."""
 
 from __future__ import annotations
 
 import os
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -19,7 +21,7 @@ for _secret in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
 import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+SOURCES_ARCHIVE = REPO_ROOT / "tests" / "data" / "sources.tar.xz"
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +31,16 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session")
+def source_data(tmp_path_factory) -> Path:
+    """Folder with the original source files, `prd_vicuna80/` and `arena_hard_v0.1/` (see
+    tests/data/SOURCES.md), extracted from tests/data/sources.tar.xz once per session."""
+    folder = tmp_path_factory.mktemp("sources")
+    with tarfile.open(SOURCES_ARCHIVE, "r:xz") as archive:
+        archive.extractall(folder, filter="data")
+    return folder
 
 
 @pytest.fixture

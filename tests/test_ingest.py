@@ -9,14 +9,12 @@ import hashlib
 import json
 
 import pytest
-from conftest import SHARED_DATA
 from ingest_inputs import answer_record, read_lines, snapshot, write_arena_dir, write_jsonl
 
 import warehouse
 from flows.ingest import ingest_flow
 from tasks.bundled import SEEDS_DIR
 
-PRD = SHARED_DATA / "prd_vicuna80"
 PRD_JUDGES = ("gpt4", "claude", "gpt35", "bard", "vicuna-13b")
 PRD_MODELS = ("bard", "claude", "gpt35", "gpt4", "vicuna-13b")
 
@@ -31,6 +29,12 @@ def query(db_path, sql, params=None):
 
 def changes(summary) -> dict[str, tuple[int, int, int, int]]:
     return {t.table: (t.new, t.unchanged, t.changed, t.replaced) for t in summary.tables}
+
+
+@pytest.fixture(scope="module")
+def prd(source_data):
+    """The original PRD Vicuna-80 files."""
+    return source_data / "prd_vicuna80"
 
 
 @pytest.fixture(scope="module")
@@ -51,26 +55,26 @@ def test_vicuna80_counts(vicuna_db):
         (f"prd:{j}", 1600) for j in sorted(PRD_JUDGES)]
 
 
-def test_vicuna80_prompts_and_answers_equal_the_source(vicuna_db):
+def test_vicuna80_prompts_and_answers_equal_the_source(vicuna_db, prd):
     db_path, _ = vicuna_db
     questions = {str(q["question_id"]): (q["text"], q["category"]) for q in map(json.loads, read_lines(
-        PRD / "prompts" / "vicuna_questions.jsonl"))}
+        prd / "prompts" / "vicuna_questions.jsonl"))}
     assert dict((p, (t, c)) for p, t, c in query(
         db_path, "SELECT prompt_id, text, category FROM prompts WHERE dataset = 'vicuna80'")) == questions
     answers = {}
     for model in PRD_MODELS:
-        for row in map(json.loads, read_lines(PRD / "generations" / f"answer_{model}.jsonl")):
+        for row in map(json.loads, read_lines(prd / "generations" / f"answer_{model}.jsonl")):
             answers[(str(row["question_id"]), model)] = (row["answer_id"], row["text"],
                                                          hashlib.sha256(row["text"].encode()).hexdigest())
     stored = query(db_path, "SELECT prompt_id, model_id, response_id, text, text_sha256 FROM responses")
     assert {(p, m): (i, t, h) for p, m, i, t, h in stored} == answers
 
 
-def test_vicuna80_judgments_equal_the_recorded_ratings(vicuna_db):
+def test_vicuna80_judgments_equal_the_recorded_ratings(vicuna_db, prd):
     """Checked against judgments_long.csv, a separately derived table of the same PRD ratings."""
     db_path, _ = vicuna_db
     expected = {}
-    with open(PRD / "judgments_long.csv", newline="") as handle:
+    with open(prd / "judgments_long.csv", newline="") as handle:
         for row in csv.DictReader(handle):
             if row["judge"] not in PRD_JUDGES or row["source_file"].startswith("answer-"):
                 continue  # human votes; the duplicate gpt35 run
@@ -95,12 +99,12 @@ def test_vicuna80_judgments_are_position_balanced(vicuna_db):
     assert all(n == 2 and firsts == 2 for *_, n, firsts in per_cell)
 
 
-def test_vicuna80_raw_text_and_template_hash(vicuna_db):
+def test_vicuna80_raw_text_and_template_hash(vicuna_db, prd):
     db_path, _ = vicuna_db
     template = (SEEDS_DIR / "vicuna80" / "judge_template.prd-threeclass.jsonl").read_bytes()
-    assert template == (PRD / "prompts" / "vicuna_prompt_threeclass.jsonl").read_bytes()
+    assert template == (prd / "prompts" / "vicuna_prompt_threeclass.jsonl").read_bytes()
     assert query(db_path, "SELECT DISTINCT template_hash FROM judgments") == [(hashlib.sha256(template).hexdigest(),)]
-    source = PRD / "ratings-bard" / "answer_gpt4-vs-answer_claude-bard-reviewer_threeclass.jsonl"
+    source = prd / "ratings-bard" / "answer_gpt4-vs-answer_claude-bard-reviewer_threeclass.jsonl"
     texts = {str(r["question_id"]): r["text"] for r in map(json.loads, read_lines(source))}
     stored = query(db_path, "SELECT prompt_id, raw_text FROM judgments WHERE judge = 'prd:bard' "
                             "AND model_a = 'gpt4' AND model_b = 'claude'")
@@ -140,10 +144,10 @@ def test_arena_hard_seed(db_path, prefect_harness):
     assert again.new == 0 and again.unchanged == 4508
 
 
-def test_both_layouts_merge_into_one_dataset(db_path, prefect_harness):
+def test_both_layouts_merge_into_one_dataset(db_path, prefect_harness, source_data):
     """The two copies of arena-hard-v0.1 ingested under one name: identical prompts and identical
     gpt-4-0314 answers are recognised as such, and the bundled seed then adds nothing."""
-    arena = SHARED_DATA / "arena_hard_v0.1"
+    arena = source_data / "arena_hard_v0.1"
     first = ingest_flow(dataset=str(arena / "new_format"), name="arena-hard-v0.1", db=str(db_path))
     assert changes(first)["responses"] == (1500, 0, 0, 0)
     second = ingest_flow(dataset=str(arena / "old_format"), name="arena-hard-v0.1", db=str(db_path))

@@ -8,14 +8,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA
+from conftest import REPO_ROOT
 from ingest_inputs import answer_text, write_arena_dir
 
 from tasks.arena_hard import read_arena_hard
 from tasks.bundled import SEEDS_DIR, read_bundle, seed_names
 from tasks.datasets import DatasetError, model_family
 
-ARENA = SHARED_DATA / "arena_hard_v0.1"
+
+@pytest.fixture(scope="module")
+def arena(source_data) -> Path:
+    """The original arena-hard-v0.1 files, in both layouts."""
+    return source_data / "arena_hard_v0.1"
 
 
 def source_answers(layout_dir: Path) -> dict[tuple[str, str], str]:
@@ -44,13 +48,13 @@ def source_prompts(layout_dir: Path) -> dict[str, str]:
     ("old_format", {"gpt-4-0314", "gpt-4o-2024-05-13", "claude-3-haiku-20240307", "llama-3-8b-instruct",
                     "mixtral-8x7b-instruct-v0.1", "gemma-2b-it"}),
 ])
-def test_arena_hard_layout_read_verbatim(layout, models):
-    data = read_arena_hard(ARENA / layout, "arena-hard-v0.1")
+def test_arena_hard_layout_read_verbatim(layout, models, arena):
+    data = read_arena_hard(arena / layout, "arena-hard-v0.1")
     assert len(data.prompts) == 500
     assert set(data.models) == models
     assert len(data.responses) == 500 * len(models)
-    assert {p.prompt_id: p.text for p in data.prompts} == source_prompts(ARENA / layout)
-    assert {(r.prompt_id, r.model_id): r.text for r in data.responses} == source_answers(ARENA / layout)
+    assert {p.prompt_id: p.text for p in data.prompts} == source_prompts(arena / layout)
+    assert {(r.prompt_id, r.model_id): r.text for r in data.responses} == source_answers(arena / layout)
     assert all(p.category == "arena-hard-v0.1" and p.cluster for p in data.prompts)
     assert all(r.response_id for r in data.responses)
 
@@ -77,28 +81,37 @@ def test_seeds_are_bundled_compact_and_licensed():
     assert "196f6b826783b3da7310e361a805fa36f0be83f3" in arena and "74d985fed4eed51b2dca4dcb37a5753567b43dea" in arena
 
 
-def test_arena_hard_seed_merges_both_layouts():
+def test_arena_hard_seed_merges_both_layouts(arena):
     data = read_bundle(SEEDS_DIR / "arena-hard-v0.1")
     assert data.name == "arena-hard-v0.1"
     assert len(data.prompts) == 500 and len(data.models) == 8 and len(data.responses) == 4000
-    expected = source_answers(ARENA / "new_format") | source_answers(ARENA / "old_format")
+    expected = source_answers(arena / "new_format") | source_answers(arena / "old_format")
     assert len(expected) == 4000  # gpt-4-0314: same key (and text) in both layouts
     assert {(r.prompt_id, r.model_id): r.text for r in data.responses} == expected
-    assert {p.prompt_id: p.text for p in data.prompts} == source_prompts(ARENA / "old_format")
+    assert {p.prompt_id: p.text for p in data.prompts} == source_prompts(arena / "old_format")
 
 
-def test_seed_rebuild_is_byte_identical(tmp_path):
+def test_seed_rebuild_is_byte_identical(tmp_path, source_data):
     sys.path.insert(0, str(SEEDS_DIR))
     try:
         import build_seeds
     finally:
         sys.path.remove(str(SEEDS_DIR))
-    build_seeds.build(SHARED_DATA, tmp_path)
+    build_seeds.build(source_data, tmp_path)
     for name in seed_names():
         committed = sorted(p.name for p in (SEEDS_DIR / name).iterdir())
         assert sorted(p.name for p in (tmp_path / name).iterdir()) == committed
         for file in committed:
             assert (tmp_path / name / file).read_bytes() == (SEEDS_DIR / name / file).read_bytes(), (name, file)
+
+
+@pytest.mark.parametrize("folder, licence", [("prd_vicuna80", "LICENSE.PRD-MIT.txt"),
+                                             ("arena_hard_v0.1", "LICENSE.arena-hard-auto-Apache-2.0.txt")])
+def test_source_licences_are_shipped_verbatim(source_data, folder, licence):
+    """Each licence inside the source archive is also next to tests/data/SOURCES.md, unchanged."""
+    shipped = (REPO_ROOT / "tests" / "data" / licence).read_bytes()
+    assert (source_data / folder / licence).read_bytes() == shipped
+    assert licence in (REPO_ROOT / "tests" / "data" / "SOURCES.md").read_text(encoding="utf-8")
 
 
 def test_model_family_is_the_leading_letters():

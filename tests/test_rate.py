@@ -15,21 +15,19 @@ from typer.testing import CliRunner
 
 import warehouse
 from flows.cli import app
-from tests.conftest import SHARED_DATA
 from warehouse.judgments import JudgmentRow, insert_judgments
 from warehouse.tensor import IncompleteTensorError
 
-PRD_CSV = SHARED_DATA / "prd_vicuna80" / "judgments_long.csv"
 MODELS = ("bard", "claude", "gpt35", "gpt4", "vicuna-13b")
 EQ_METHODS = ("ne", "cce", "ne-shannon", "cce-shannon")
 
 
-def prd_mean_payoffs(judges: set[str]) -> dict[str, float]:
+def prd_mean_payoffs(csv_path, judges: set[str]) -> dict[str, float]:
     """Mean over prompts and opponents of the position-balanced payoff, straight from the source CSV
     (three-class: 1 = position 1 better, 2 = position 2 better, 3 = tie); judges weighted equally."""
     score = {"1": 1.0, "2": -1.0, "3": 0.0}
     per_judge = defaultdict(dict)
-    with PRD_CSV.open() as f:
+    with csv_path.open() as f:
         for row in csv.DictReader(f):
             if row["judge"] in judges and not row["source_file"].startswith("answer-"):
                 key = (row["question_id"], row["model_pos1"], row["model_pos2"])
@@ -42,6 +40,12 @@ def prd_mean_payoffs(judges: set[str]) -> dict[str, float]:
     for (q, a, b), values in u.items():
         means[a].append(sum(values) / len(values))
     return {m: sum(v) / len(v) for m, v in means.items()}
+
+
+@pytest.fixture(scope="module")
+def prd_csv(source_data):
+    """The source CSV of all PRD ratings."""
+    return source_data / "prd_vicuna80" / "judgments_long.csv"
 
 
 @pytest.fixture(scope="module")
@@ -76,10 +80,10 @@ def test_every_method_rates_all_models_and_prompts(vicuna):
     assert result.shape == (80, 5, 5) and set(result.exploitability) == set(EQ_METHODS)
 
 
-def test_mean_payoffs_reproduce_the_prd_data(vicuna):
+def test_mean_payoffs_reproduce_the_prd_data(vicuna, prd_csv):
     db, result = vicuna
     stored = dict(_query(db, "SELECT model_id, mean_payoff FROM model_mean_payoffs WHERE run_id = ?", [result.run_id]))
-    reference = prd_mean_payoffs({"gpt4"})
+    reference = prd_mean_payoffs(prd_csv, {"gpt4"})
     assert set(stored) == set(reference) == set(MODELS)
     for model in MODELS:
         assert stored[model] == pytest.approx(reference[model], abs=1e-12)
@@ -223,14 +227,14 @@ def test_latest_model_ratings_from_another_process(vicuna):
     assert [r[2] for r in rows if r[1] == "bt" and r[3] == 1] == ["gpt4"]
 
 
-def test_pooled_prd_judges(vicuna, prefect_harness):
+def test_pooled_prd_judges(vicuna, prefect_harness, prd_csv):
     from flows.rate import rate_flow
 
     db, first = vicuna
     pooled = rate_flow(db=db, dataset="vicuna80", judges=["all-prd"], methods=["bt"], bootstrap=10)
     assert pooled.judges == ("prd:bard", "prd:claude", "prd:gpt35", "prd:gpt4", "prd:vicuna-13b")
     stored = dict(_query(db, "SELECT model_id, mean_payoff FROM model_mean_payoffs WHERE run_id = ?", [pooled.run_id]))
-    reference = prd_mean_payoffs({"gpt4", "claude", "gpt35", "bard", "vicuna-13b"})
+    reference = prd_mean_payoffs(prd_csv, {"gpt4", "claude", "gpt35", "bard", "vicuna-13b"})
     for model in MODELS:
         assert stored[model] == pytest.approx(reference[model], abs=1e-12)
     # The newer run is now the latest one.

@@ -1,9 +1,11 @@
 """Rebuild the bundled datasets in warehouse/seeds/ from the original files.
 
-    uv run python warehouse/seeds/build_seeds.py [--data ../shared/data] [--out warehouse/seeds]
+    uv run python warehouse/seeds/build_seeds.py --data tests/data/sources.tar.xz [--out warehouse/seeds]
 
-`--data` holds `prd_vicuna80/` and `arena_hard_v0.1/` exactly as copied from their repositories
-(see each seed's PROVENANCE.md). The output is byte-for-byte reproducible.
+`--data` is a folder holding `prd_vicuna80/` and `arena_hard_v0.1/` exactly as copied from their
+repositories (see each seed's PROVENANCE.md and tests/data/SOURCES.md), or a `.tar.xz` archive of
+such a folder (tests/data/sources.tar.xz), extracted to a temporary folder first. The output is
+byte-for-byte reproducible.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import tarfile
+import tempfile
 from pathlib import Path
 
 from tasks.arena_hard import read_arena_hard
@@ -18,7 +22,6 @@ from tasks.bundled import Manifest, template_hash, write_bundle
 from tasks.datasets import Dataset, DatasetError, Line, Prompt, RecordedJudgment, Response, check_unique, read_jsonl
 
 SEEDS_DIR = Path(__file__).resolve().parent
-DEFAULT_DATA = SEEDS_DIR.parents[2] / "shared" / "data"
 
 PRD_MODELS = ("bard", "claude", "gpt35", "gpt4", "vicuna-13b")
 PRD_JUDGES = ("gpt4", "claude", "gpt35", "bard", "vicuna-13b")
@@ -164,12 +167,29 @@ def build(data: Path, out: Path) -> list[Path]:
     return written
 
 
+def build_from(data: Path, out: Path) -> list[Path]:
+    """`build`, with `data` either the source folder or a .tar.xz archive of it."""
+    if data.is_dir():
+        return build(data, out)
+    if not (data.is_file() and data.name.endswith(".tar.xz")):
+        raise DatasetError(f"{data}: not a folder or a .tar.xz archive")
+    with tempfile.TemporaryDirectory(prefix="eqarena-sources-") as folder:
+        with tarfile.open(data, "r:xz") as archive:
+            archive.extractall(folder, filter="data")
+        return build(Path(folder), out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with prd_vicuna80/ and arena_hard_v0.1/")
+    parser.add_argument("--data", type=Path, required=True,
+                        help="folder with prd_vicuna80/ and arena_hard_v0.1/, or a .tar.xz archive of one")
     parser.add_argument("--out", type=Path, default=SEEDS_DIR, help="where the seed folders are written")
     args = parser.parse_args()
-    for path in build(args.data, args.out):
+    try:
+        written = build_from(args.data, args.out)
+    except (DatasetError, FileNotFoundError) as error:
+        parser.error(f"--data: {error}")
+    for path in written:
         print(f"{path.stat().st_size:>10,d}  {path}")
 
 
