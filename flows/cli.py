@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import logging
 import os
+import traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
@@ -40,9 +42,41 @@ def cli_errors(*extra: type[BaseException]) -> Iterator[None]:
     traceback. Use as a decorator under @app.command() or as a `with` block."""
     try:
         yield
+    except typer.Exit:  # an inner cli_errors already reported (click's Exit is a RuntimeError)
+        raise
     except (*KNOWN_ERRORS, *extra) as exc:
         typer.echo(f"error: {exc}", err=True)
+        _release_frames(exc)
         raise typer.Exit(1) from None
+
+
+def _release_frames(exc: BaseException) -> None:
+    """Free what the failed call's frames hold (DuckDB connections among them). Prefect keeps a failed
+    run's exception, and with it every frame of its traceback: a connection still alive at interpreter
+    exit makes DuckDB's bindings print a page of "leaked instance" warnings after the error message."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
+    gc.collect()
+
+
+def _checked_dataset(dataset: Optional[str], db: Optional[Path]) -> str:
+    """`dataset` once the warehouse is seen to hold it, or with none given, the warehouse's only
+    dataset (said on stderr): a wrong name fails here, before any flow starts."""
+    import warehouse
+    from warehouse.catalog import choose_dataset
+
+    with cli_errors(LookupError):
+        con = warehouse.connect(db, read_only=True)
+        try:
+            name = choose_dataset(con, dataset)
+        finally:
+            con.close()
+    if dataset is None:
+        typer.echo(f"dataset: {name} (the only one in the warehouse)", err=True)
+    return name
 
 
 @contextmanager
@@ -136,6 +170,7 @@ def status(
     console.print(judges if found.judges else "no judgments yet")
 
 
+_DATASET_HELP = "Dataset name in the warehouse (default: its only dataset, if it holds exactly one)."
 _METHODS_HELP = ("Comma-separated: bt (Bradley-Terry), ne, cce (affinity-entropy selected NE / CCE), "
                  "ne-shannon, cce-shannon (uniform target).")
 _MISSING_HELP = ("What to do with an incomplete tensor: refuse (default), drop-prompts (drop prompts with a "
@@ -192,7 +227,7 @@ def rate(
                                               "(e.g. prd:gpt4; all-prd = the five PRD judges). Default: every "
                                               "judge with judgments on the dataset."),
     methods: str = typer.Option("bt,ne,cce,ne-shannon,cce-shannon", "--methods", "-m", help=_METHODS_HELP),
-    dataset: str = typer.Option("vicuna80", "--dataset", "-d", help="Dataset name in the warehouse."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=_DATASET_HELP),
     missing: str = typer.Option("refuse", "--missing", help=_MISSING_HELP),
     bootstrap: int = typer.Option(200, "--bootstrap", min=0, help="Bootstrap resamples for BT intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
@@ -204,6 +239,7 @@ def rate(
 
     chosen = _checked_options(methods, missing)
     judges = [j.strip() for item in (judge or []) for j in item.split(",") if j.strip()] or None
+    dataset = _checked_dataset(dataset, db)
     with cli_errors(IncompleteTensorError, LookupError), quiet_prefect():
         result = rate_flow(db=str(db) if db else None, dataset=dataset, judges=judges, methods=chosen,
                            missing=missing, bootstrap=bootstrap, seed=seed)
@@ -277,7 +313,7 @@ def run_command(
 def judge_command(
     judge: str = typer.Option(..., "--judge", "-j", help="openai:MODEL, gemini:MODEL or "
                               "openai-compatible:MODEL@BASE_URL (keys from OPENAI_API_KEY / GEMINI_API_KEY)."),
-    dataset: str = typer.Option("vicuna80", "--dataset", "-d", help="Dataset name in the warehouse."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=_DATASET_HELP),
     models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: every "
                                          "model with answers in the dataset)."),
     prompts: Optional[int] = typer.Option(None, "--prompts", min=1, help="Judge the first N prompts."),
@@ -313,18 +349,31 @@ def judge_command(
     """Judge the missing (prompt, model pair, order, sample) cells with an LLM judge; resumable."""
     import sys
 
-    from flows.judge import judge_flow
+    from tasks.judge.providers import parse_judge_spec
 
+    parse_judge_spec(judge)  # a malformed spec fails first
     chosen = [m.strip() for m in models.split(",") if m.strip()] if models else None
-    with quiet_prefect():
-        outcome = judge_flow(
+    dataset = _checked_dataset(dataset, db)
+    if plan:  # only reads the warehouse: no Prefect, no provider SDK
+        from flows.judge_plan import plan_judge_run
+
+        outcome = plan_judge_run(
             judge=judge, dataset=dataset, models=chosen, prompts=prompts, samples_per_order=samples_per_order,
-            template=template, plan_only=plan, max_cost=max_cost, max_calls=max_calls, concurrency=concurrency,
-            rpm=rpm, tpm=tpm, batch=batch, multi_sample=multi_sample, max_unparsed=max_unparsed,
-            max_tokens=max_tokens, temperature=temperature, retries=retries, retry_wait=retry_wait,
-            timeout=timeout, prices=str(prices) if prices else None, db=str(db) if db else None,
-            batch_poll_interval=batch_poll, progress=sys.stderr.isatty() and not as_json,
-        )
+            template=template, max_unparsed=max_unparsed, batch=batch, multi_sample=multi_sample,
+            prices=str(prices) if prices else None, db=str(db) if db else None, max_cost=max_cost,
+            max_calls=max_calls)
+    else:
+        from flows.judge import judge_flow
+
+        with quiet_prefect():
+            outcome = judge_flow(
+                judge=judge, dataset=dataset, models=chosen, prompts=prompts, samples_per_order=samples_per_order,
+                template=template, max_cost=max_cost, max_calls=max_calls, concurrency=concurrency, rpm=rpm,
+                tpm=tpm, batch=batch, multi_sample=multi_sample, max_unparsed=max_unparsed, max_tokens=max_tokens,
+                temperature=temperature, retries=retries, retry_wait=retry_wait, timeout=timeout,
+                prices=str(prices) if prices else None, db=str(db) if db else None,
+                batch_poll_interval=batch_poll, progress=sys.stderr.isatty() and not as_json,
+            )
     if as_json:
         from dataclasses import asdict
 

@@ -10,23 +10,23 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Callable
 
 from prefect import flow
 
 import warehouse
+from flows.judge_plan import JudgeOutcome, prepare_judge
 from tasks.judge.batch import BatchJudge, BatchSettings
 from tasks.judge.budget import Budget
+from tasks.judge.inputs import JudgeInputs
 from tasks.judge.plan import JudgePlan
-from tasks.judge.pricing import PriceError, load_prices
 from tasks.judge.progress import JudgeProgress
-from tasks.judge.providers import GenerationOptions, JudgeSpec, make_provider, parse_judge_spec
+from tasks.judge.providers import GenerationOptions, make_provider
 from tasks.judge.retries import RetryPolicy
 from tasks.judge.runner import JudgeRunner, RunLimits, RunStats
 from tasks.judge.steps import (
-    JudgeInputs,
     collect_batch_job,
     judge_chunk,
     plan_judgments,
@@ -34,34 +34,13 @@ from tasks.judge.steps import (
     record_judge_run,
     submit_batch_job,
 )
-from tasks.judge.templates import DEFAULT_TEMPLATE, Template, load_template
+from tasks.judge.templates import DEFAULT_TEMPLATE, Template
 from warehouse.judge_batches import open_jobs
 from warehouse.judgments import JudgmentWriter
 from warehouse.runs import RunRecord
 
 CHUNKS_IN_FLIGHT = 2  # the next chunk starts while the last requests of the previous one finish
 BATCH_ROUNDS = 3      # batch submissions per run: the first, then re-asks of unparseable verdicts
-
-
-@dataclass(frozen=True)
-class JudgeOutcome:
-    """What a judge run planned, did, and left to do. `plan` / `left` are JudgePlan.summary() dicts."""
-
-    judge: str
-    run_id: str | None
-    plan: dict
-    left: dict | None = None
-    stats: dict = field(default_factory=dict)
-    spent_usd: float = 0.0
-    stopped_by: str | None = None  # 'max-cost' | 'max-calls' when a cap ended the run early
-    batch_jobs: tuple[str, ...] = ()
-    message: str = ""
-
-
-def default_multi_sample(spec: JudgeSpec) -> bool:
-    """OpenAI and Gemini accept several samples per request; for other servers ask one at a time
-    (llama.cpp ignores `n`; a refusal or a short answer switches to one sample per request anyway)."""
-    return spec.provider in ("openai", "gemini")
 
 
 def _to_stderr(message: str) -> None:
@@ -105,20 +84,9 @@ def judge_flow(
     samples with each model as assistant A (paper Section 3.1: 4 + 4). `plan_only` returns the plan
     and spends nothing. `retries` counts attempts per request (the first included); `retry_wait` is
     the first backoff in seconds when the server gives no Retry-After."""
-    spec = parse_judge_spec(judge)
-    chosen_template = load_template(template)
-    price = load_prices(prices).lookup(spec.provider, spec.model)
-    if max_cost is not None and price is None:
-        raise PriceError(
-            f"--max-cost: no price for {spec.judge_id}; give one with --prices FILE "
-            f"([{spec.provider}.\"{spec.model}\"] input = ..., output = ... in USD per million tokens)"
-        )
-    if (max_cost is not None and max_cost < 0) or (max_calls is not None and max_calls < 0):
-        raise ValueError("--max-cost and --max-calls must not be negative")
-    if batch and spec.provider == "gemini":
-        raise ValueError(f"--batch uses the OpenAI Batch API: it needs an openai: or openai-compatible: judge, "
-                         f"not {spec.judge_id}")
-    multi = default_multi_sample(spec) if multi_sample is None else multi_sample
+    setup = prepare_judge(judge, template, prices, max_cost=max_cost, max_calls=max_calls, batch=batch,
+                          multi_sample=multi_sample)
+    spec, chosen_template, price, multi = setup.spec, setup.template, setup.price, setup.multi_sample
     retry = RetryPolicy(attempts=retries, initial_wait_s=retry_wait, max_wait_s=max(retry_wait, 60.0),
                         timeout_s=timeout)
     limits = RunLimits(concurrency=concurrency, rpm=rpm, tpm=tpm)

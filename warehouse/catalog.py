@@ -129,6 +129,22 @@ def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in con.execute("SELECT DISTINCT dataset FROM prompts ORDER BY dataset").fetchall()]
 
 
+def choose_dataset(con: duckdb.DuckDBPyConnection, requested: str | None) -> str:
+    """`requested` if the warehouse holds it; with None, the warehouse's only dataset. LookupError
+    naming the datasets held otherwise."""
+    names = datasets(con)
+    if requested is not None:
+        if requested in names:
+            return requested
+        raise LookupError(f"dataset {requested!r} has no prompts in the warehouse (datasets: "
+                          f"{', '.join(names) or 'none'}); run `eqarena ingest --dataset {requested}` first")
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise LookupError("the warehouse holds no dataset yet: run `eqarena ingest` first")
+    raise LookupError(f"the warehouse holds {len(names)} datasets ({', '.join(names)}): choose one with --dataset")
+
+
 def read_prompts(con: duckdb.DuckDBPyConnection, dataset: str) -> list[dict]:
     """Prompts of a dataset (prompt_id, category, cluster, text), ordered by prompt_id."""
     return _dicts(con.execute(

@@ -15,11 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import duckdb
 
 from tasks.judge.pricing import Price, estimate_message_tokens
 from tasks.judge.templates import Template
-from warehouse.judgments import CellState
+from warehouse.judgments import CellState, cell_states
+
+if TYPE_CHECKING:
+    from tasks.judge.inputs import JudgeInputs
 
 Cell = tuple[str, str, str]  # (prompt_id, model_a, model_b): model_a shown first
 
@@ -237,4 +242,25 @@ def build_plan(
         pending_samples=pending,
         given_up=tuple(given_up),
         unjudgeable=tuple(unjudgeable),
+    )
+
+
+def plan_missing(
+    con: duckdb.DuckDBPyConnection,
+    judge: str,
+    template: Template,
+    inputs: JudgeInputs,
+    *,
+    samples_per_order: int,
+    max_unparsed: int | None,
+    multi_sample: bool,
+    batch: bool,
+    price: Price | None,
+) -> JudgePlan:
+    """`build_plan` on `inputs` against what the warehouse holds for `judge` + `template`."""
+    return build_plan(
+        judge=judge, template=template, dataset=inputs.dataset, prompts=inputs.prompts, models=inputs.models,
+        responses=inputs.responses, held=cell_states(con, judge, template.hash, inputs.dataset),
+        samples_per_order=samples_per_order, max_unparsed=max_unparsed, multi_sample=multi_sample,
+        batch=batch, price=price,
     )

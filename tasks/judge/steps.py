@@ -3,7 +3,6 @@ record the run. Each is one step; the work is done by the modules they call."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import duckdb
@@ -11,23 +10,12 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from tasks.judge.batch import BatchJudge, JobResult
-from tasks.judge.plan import JudgePlan, PlanError, PlannedRequest, build_plan, choose_models, choose_prompts
+from tasks.judge.inputs import JudgeInputs, read_inputs
+from tasks.judge.plan import JudgePlan, PlannedRequest, plan_missing
 from tasks.judge.pricing import Price
 from tasks.judge.runner import JudgeRunner
 from tasks.judge.templates import Template
-from warehouse.catalog import datasets, read_models, read_prompts, read_responses
-from warehouse.judgments import cell_states
 from warehouse.runs import RunRecord, upsert_run
-
-
-@dataclass(frozen=True, eq=False)
-class JudgeInputs:
-    """The texts a judge run shows: prompts in judging order, the models compared, their answers."""
-
-    dataset: str
-    prompts: dict[str, str]
-    models: tuple[str, ...]
-    responses: dict[tuple[str, str], str]
 
 
 @task(name="read_judge_inputs", cache_policy=NONE)
@@ -35,21 +23,7 @@ def read_judge_inputs(
     con: duckdb.DuckDBPyConnection, dataset: str, models: Sequence[str] | None, prompt_count: int | None
 ) -> JudgeInputs:
     """The first `prompt_count` prompts of `dataset` (natural order) and the chosen models' answers."""
-    stored = read_prompts(con, dataset)
-    if not stored:
-        known = ", ".join(datasets(con)) or "none"
-        raise PlanError(f"dataset {dataset!r} has no prompts in the warehouse (datasets: {known}); "
-                        f"run `eqarena ingest --dataset {dataset}` first")
-    texts = {row["prompt_id"]: row["text"] for row in stored}
-    chosen_prompts = choose_prompts(list(texts), prompt_count)
-    chosen_models = choose_models([m["model_id"] for m in read_models(con, dataset)], models, dataset)
-    wanted = set(chosen_prompts)
-    responses = {
-        (row["prompt_id"], row["model_id"]): row["text"]
-        for row in read_responses(con, dataset, chosen_models)
-        if row["prompt_id"] in wanted
-    }
-    return JudgeInputs(dataset, {p: texts[p] for p in chosen_prompts}, tuple(chosen_models), responses)
+    return read_inputs(con, dataset, models, prompt_count)
 
 
 @task(name="plan_judgments", cache_policy=NONE)
@@ -66,12 +40,8 @@ def plan_judgments(
     price: Price | None,
 ) -> JudgePlan:
     """The missing judge calls for `judge` + `template` on the inputs (tasks/judge/plan.py)."""
-    return build_plan(
-        judge=judge, template=template, dataset=inputs.dataset, prompts=inputs.prompts, models=inputs.models,
-        responses=inputs.responses, held=cell_states(con, judge, template.hash, inputs.dataset),
-        samples_per_order=samples_per_order, max_unparsed=max_unparsed, multi_sample=multi_sample,
-        batch=batch, price=price,
-    )
+    return plan_missing(con, judge, template, inputs, samples_per_order=samples_per_order,
+                        max_unparsed=max_unparsed, multi_sample=multi_sample, batch=batch, price=price)
 
 
 @task(name="judge_chunk", cache_policy=NONE)

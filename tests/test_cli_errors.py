@@ -1,0 +1,153 @@
+"""Every documented error path of the `eqarena` console script, each in its own process: exit code 1,
+stderr exactly one `error: ...` line (no traceback, no DuckDB "leaked instance" noise at interpreter
+exit, no Prefect shutdown message), nothing on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ingest_inputs import write_arena_dir
+from typer.testing import CliRunner
+
+import warehouse
+from flows.cli import app
+from warehouse.judgments import JudgmentRow, insert_judgments
+
+EQARENA = Path(sys.executable).with_name("eqarena")
+
+
+@pytest.fixture(scope="module")
+def warehouses(tmp_path_factory, prefect_harness):
+    """`one`: the dataset `arena` (5 prompts, 2 models) and one recorded judgment (an incomplete
+    tensor); `two`: the datasets `arena` and `other`."""
+    root = tmp_path_factory.mktemp("errors")
+    one, two = root / "one.duckdb", root / "two.duckdb"
+    arena, other = write_arena_dir(root / "arena"), write_arena_dir(root / "other", n_prompts=2)
+    runner = CliRunner()
+    for db, folders in ((one, [arena]), (two, [arena, other])):
+        for folder in folders:
+            result = runner.invoke(app, ["ingest", "-d", str(folder), "--db", str(db)])
+            assert result.exit_code == 0, result.output
+    con = warehouse.connect(one)
+    try:
+        insert_judgments(con, [JudgmentRow("prd:x", "t", "arena", "p0", "m-new", "m-old", 0, "ok", score=1.0)])
+    finally:
+        con.close()
+    return {"one": one, "two": two, "root": root}
+
+
+def _broken_dir(root: Path) -> Path:
+    folder = write_arena_dir(root / "broken")
+    answers = folder / "model_answer" / "m-new.jsonl"
+    lines = answers.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[1] = '{"uid": "p1", "model": "m-new", "messages": [\n'
+    answers.write_text("".join(lines), encoding="utf-8")
+    return folder
+
+
+# (name, arguments with {one} / {two} / {root} placeholders, a part of the expected message)
+CASES = [
+    ("status-missing-db", ["status", "--db", "{root}/none.duckdb"], "does not exist yet"),
+    ("ingest-unknown-dataset", ["ingest", "-d", "no-such-dataset", "--db", "{one}"], "neither a bundled dataset"),
+    ("ingest-broken-line", ["ingest", "-d", "{root}/broken", "--db", "{one}"], "m-new.jsonl:2: malformed JSON"),
+    ("judge-unknown-dataset", ["judge", "-j", "openai:gpt-4o-mini", "-d", "nope", "--db", "{one}"],
+     "dataset 'nope' has no prompts in the warehouse (datasets: arena)"),
+    ("judge-which-dataset", ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", "{two}"],
+     "the warehouse holds 2 datasets (arena, other): choose one with --dataset"),
+    ("judge-bad-spec", ["judge", "-j", "mystery", "-d", "arena", "--db", "{one}"], "--judge 'mystery': expected openai:MODEL"),
+    ("judge-missing-key", ["judge", "-j", "openai:gpt-4o-mini", "-d", "arena", "--db", "{one}"], "OPENAI_API_KEY"),
+    ("judge-plan-unknown-template", ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--template", "nope",
+                                     "-d", "arena", "--db", "{one}"], "template"),
+    ("judge-plan-unknown-model", ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--models", "m-new,zz",
+                                  "-d", "arena", "--db", "{one}"], "--models: no responses of zz"),
+    ("rate-bad-methods", ["rate", "--methods", "ne,elo", "-d", "arena", "--db", "{one}"], "elo"),
+    ("rate-unknown-judge", ["rate", "-j", "prd:nobody", "-d", "arena", "--db", "{one}"], "prd:nobody"),
+    ("rate-incomplete", ["rate", "-j", "prd:x", "-d", "arena", "--db", "{one}"],
+     "cover 0 of 5 (prompt, model pair) cells"),
+    ("rate-which-dataset", ["rate", "--db", "{two}"], "choose one with --dataset"),
+    ("report-unknown-run", ["report", "--run", "rate-nope", "--db", "{one}"], "rate-nope"),
+    ("run-unknown-dataset", ["run", "-d", "no-such-dataset", "--db", "{one}"], "neither a bundled dataset"),
+]
+
+
+def _run(args: list[str], places: dict, env: dict) -> subprocess.CompletedProcess:
+    argv = [str(EQARENA)] + [a.format(**places) for a in args]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+
+
+def _assert_one_line_error(result: subprocess.CompletedProcess, expected: str) -> None:
+    lines = result.stderr.splitlines()
+    assert result.returncode == 1, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert expected in lines[0], lines[0]
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("name, args, expected", CASES, ids=[c[0] for c in CASES])
+def test_error_path_prints_its_message_and_nothing_else(name, args, expected, warehouses):
+    from prefect.settings import get_current_settings
+
+    _broken_dir(warehouses["root"])
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    env["PREFECT_API_URL"] = str(get_current_settings().api.url)  # the session's API: no start-up per process
+    before = warehouse_state(warehouses)
+    _assert_one_line_error(_run(args, warehouses, env), expected)
+    assert warehouse_state(warehouses) == before
+
+
+def test_error_after_a_temporary_prefect_server_is_still_one_line(warehouses):
+    """Without PREFECT_API_URL the command starts (and at exit stops) its own temporary Prefect API."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    _assert_one_line_error(_run(["rate", "-j", "prd:nobody", "-d", "arena", "--db", "{one}"], warehouses, env), "prd:nobody")
+
+
+def test_judge_and_rate_use_the_only_dataset_and_say_so(warehouses, tmp_path):
+    db = tmp_path / "arena-only.duckdb"
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", "-d", str(warehouses["root"] / "other"), "--db", str(db)]).exit_code == 0
+    shown = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--json", "--db", str(db)], warehouses, dict(os.environ))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.splitlines() == ["dataset: other (the only one in the warehouse)"]
+    plan = json.loads(shown.stdout)
+    assert (plan["dataset"], plan["prompts"], plan["calls"]) == ("other", 2, 2 * 2 * 4)
+    rated = runner.invoke(app, ["rate", "--db", str(db)])
+    assert rated.exit_code == 1
+    assert rated.stderr.splitlines() == [
+        "dataset: other (the only one in the warehouse)",
+        "error: no judgments on dataset 'other' yet: ingest recorded judgments or run `eqarena judge`"]
+
+
+def test_warehouse_in_use_is_one_line(warehouses, tmp_path):
+    db = tmp_path / "held.duckdb"
+    warehouse.connect(db).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1]); print('ready', flush=True); "
+                               "sys.stdin.readline()", str(db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        result = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", str(db)], warehouses, dict(os.environ))
+        _assert_one_line_error(result, f"database {db} is in use by process {holder.pid}")
+    finally:
+        holder.communicate("\n", timeout=60)
+
+
+def warehouse_state(warehouses) -> dict:
+    """Row counts of every table of both warehouses, runs recorded as failed left out: an error path
+    writes nothing but, where a run had started, its `failed` row."""
+    state = {}
+    for key in ("one", "two"):
+        con = warehouse.connect(warehouses[key], read_only=True)
+        try:
+            tables = [r[0] for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()]
+            state[key] = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables if t != "runs"}
+            state[key]["runs"] = con.execute("SELECT count(*) FROM runs WHERE status <> 'failed'").fetchone()[0]
+        finally:
+            con.close()
+    return state
