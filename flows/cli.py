@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import atexit
-import gc
 import json
-import logging
 import os
-import traceback
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import typer
 
-from tasks.datasets import DatasetError
-from warehouse.connection import WarehouseInUseError
+from flows.cli_analyze import analyze_app
+from flows.cli_support import DB_HELP, cli_errors, quiet_prefect, release_frames
 
 # Prefect reads these when first imported (inside the commands): without a Prefect server it starts a
 # temporary local one, which may take long on a busy machine; it must never phone home.
@@ -29,37 +24,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-DB_HELP = "DuckDB warehouse file (default: $EQARENA_DB, else warehouse/eqarena.duckdb)."
-
-# Errors a user can fix (bad input, a busy or missing database): shown as one line on stderr, exit 1.
-KNOWN_ERRORS: tuple[type[BaseException], ...] = (WarehouseInUseError, DatasetError, FileNotFoundError)
-
-
-@contextmanager
-def cli_errors(*extra: type[BaseException]) -> Iterator[None]:
-    """Turn KNOWN_ERRORS (and `extra`) into `error: <message>` on stderr and exit code 1, without a
-    traceback. Use as a decorator under @app.command() or as a `with` block."""
-    try:
-        yield
-    except typer.Exit:  # an inner cli_errors already reported (click's Exit is a RuntimeError)
-        raise
-    except (*KNOWN_ERRORS, *extra) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        _release_frames(exc)
-        raise typer.Exit(1) from None
-
-
-def _release_frames(exc: BaseException) -> None:
-    """Free what the failed call's frames hold (DuckDB connections among them). Prefect keeps a failed
-    run's exception, and with it every frame of its traceback: a connection still alive at interpreter
-    exit makes DuckDB's bindings print a page of "leaked instance" warnings after the error message."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        traceback.clear_frames(exc.__traceback__)
-        exc = exc.__cause__ or exc.__context__
-    gc.collect()
+app.add_typer(analyze_app, name="analyze")
 
 
 def _checked_dataset(dataset: Optional[str], db: Optional[Path]) -> str:
@@ -77,22 +42,6 @@ def _checked_dataset(dataset: Optional[str], db: Optional[Path]) -> str:
     if dataset is None:
         typer.echo(f"dataset: {name} (the only one in the warehouse)", err=True)
     return name
-
-
-@contextmanager
-def quiet_prefect(level: int = logging.CRITICAL) -> Iterator[None]:
-    """Silence Prefect's own logging (run states, tracebacks of failed tasks) while a flow runs from the
-    command line; the command prints its own summary or one-line error."""
-    logger = logging.getLogger("prefect")
-    before = logger.level
-    logger.setLevel(level)
-    try:
-        yield
-    finally:
-        logger.setLevel(before)
-        # The temporary Prefect server, if one was started, is stopped (and says so) at exit; atexit
-        # runs handlers last-in first-out, so this one silences that message first.
-        atexit.register(logger.setLevel, level)
 
 
 @app.command()
@@ -286,8 +235,11 @@ def run_command(
                                           "samples with each model as assistant A (paper: 4 + 4)."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Provider judge only: stop judging "
                                              "at this many USD."),
+    analyses: str = typer.Option("clones", "--analyses", help="Robustness analyses of the new ratings, "
+                                 "comma-separated: clones (adversarial prompt copies), risk (risk dominance "
+                                 "among many Nash equilibria), or none. See `eqarena analyze --help`."),
 ) -> None:
-    """The main job: ingest (idempotent) → judge → rate → report; prints where the results are."""
+    """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
     from flows.run import run_flow
     from tasks.judge.plan import PlanError
     from tasks.judge.pricing import PriceError
@@ -296,13 +248,20 @@ def run_command(
     from warehouse.tensor import IncompleteTensorError
 
     chosen = _checked_options(methods, missing)
+    with cli_errors(ValueError):
+        from flows.analyze import parse_analyses
+
+        chosen_analyses = parse_analyses(analyses)
     user_errors = (IncompleteTensorError, LookupError, JudgeSpecError, PriceError, PlanError, TemplateError,
                    FatalProviderError)
     with cli_errors(*user_errors), quiet_prefect():
         summary = run_flow(db=str(db) if db else None, out_dir=str(out), dataset=dataset, judge=judge,
                            methods=chosen, missing=missing, samples_per_order=samples_per_order,
-                           max_cost=max_cost)
+                           max_cost=max_cost, analyses=chosen_analyses)
     _print_model_ratings(db, summary.rate_run_id)
+    for lines in summary.analyses.values():
+        for line in lines:
+            typer.echo(line)
     typer.echo(f"tensor: {summary.dropped}")
     typer.echo(f"DuckDB warehouse: {summary.db_path}  (e.g. SELECT * FROM latest_model_ratings)")
     typer.echo(f"HTML report:      {summary.report_path}")
@@ -394,7 +353,11 @@ def judge_command(
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    except BaseException as exc:  # an unexpected error: its traceback, then nothing else
+        release_frames(exc)
+        raise
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Flow `run`, the main job: ingest (idempotent) → judge → rate → report.
+"""Flow `run`, the main job: ingest (idempotent) → judge → rate → analyses → report.
 
 With a recorded judge (`prd:<name>` or `all-prd`, the PRD judgments bundled with vicuna80) the judge
 step makes no API call: ingest already imported those judgments. With a provider spec
@@ -7,7 +7,7 @@ step makes no API call: ingest already imported those judgments. With a provider
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
@@ -15,6 +15,7 @@ from time import perf_counter
 from prefect import flow
 
 import warehouse
+from flows.analyze import clones_flow, parse_analyses, risk_flow
 from flows.rate import new_run_id, rate_flow
 from flows.report import DEFAULT_OUT_DIR, report_flow
 from tasks.assemble import ALL_PRD, PRD_PREFIX
@@ -23,6 +24,7 @@ from warehouse.runs import RunRecord, upsert_run
 
 DEFAULT_DATASET = "vicuna80"
 DEFAULT_JUDGE = "prd:gpt4"
+DEFAULT_ANALYSES = ("clones",)  # risk searches 128 equilibria: on request (--analyses clones,risk)
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,10 @@ class RunSummary:
     report_path: Path
     timings: dict[str, float]
     dropped: str = ""
+    analyses: dict[str, list[str]] = field(default_factory=dict)  # kind -> its summary lines
+
+
+ANALYSIS_FLOWS = {"clones": clones_flow, "risk": risk_flow}
 
 
 def is_recorded_judge(judge: str) -> bool:
@@ -70,9 +76,12 @@ def run_flow(
     bootstrap: int = 200,
     samples_per_order: int = 4,
     max_cost: float | None = None,
+    analyses: list[str] = DEFAULT_ANALYSES,
 ) -> RunSummary:
     """The main job on `dataset` with `judge`; returns where the warehouse and the report are.
-    `samples_per_order` and `max_cost` (USD) apply to a provider judge only."""
+    `samples_per_order` and `max_cost` (USD) apply to a provider judge only; `analyses` (clones, risk)
+    run on the new rate run with their defaults and appear in its report."""
+    chosen_analyses = parse_analyses(analyses)
     run_id = new_run_id("run")
     started = datetime.now(timezone.utc)
     timings: dict[str, float] = {}
@@ -93,6 +102,13 @@ def run_flow(
     rated = rate_flow(db=db, dataset=name, judges=judges, methods=methods, missing=missing, bootstrap=bootstrap)
     timings["rate"] = perf_counter() - t0
 
+    summaries = {}
+    for kind in chosen_analyses:
+        t0 = perf_counter()
+        analysed = ANALYSIS_FLOWS[kind](db=db, run_id=rated.run_id)
+        summaries[kind] = analysed.summary
+        timings[f"analyze-{kind}"] = perf_counter() - t0
+
     t0 = perf_counter()
     report = report_flow(db=db, run_id=rated.run_id, out_dir=out_dir)
     timings["report"] = perf_counter() - t0
@@ -103,10 +119,12 @@ def run_flow(
         upsert_run(con, RunRecord(
             run_id=run_id, kind="run", started_at=started, finished_at=datetime.now(timezone.utc),
             parameters={"dataset": name, "source": dataset, "judge": judge, "methods": methods, "missing": missing,
-                        "bootstrap": bootstrap, "out_dir": out_dir, "rate_run_id": rated.run_id},
+                        "bootstrap": bootstrap, "out_dir": out_dir, "rate_run_id": rated.run_id,
+                        "analyses": chosen_analyses},
             versions=package_versions(), timings=timings,
             message=f"ratings in run {rated.run_id}; report {Path(report).resolve()}"))
     finally:
         con.close()
     return RunSummary(run_id=run_id, rate_run_id=rated.run_id, db_path=db_path,
-                      report_path=Path(report).resolve(), timings=timings, dropped=rated.dropped)
+                      report_path=Path(report).resolve(), timings=timings, dropped=rated.dropped,
+                      analyses=summaries)

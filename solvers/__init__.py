@@ -32,6 +32,8 @@ from solvers.cce import cce, joint_deviation_gains, joint_exploitability, joint_
 from solvers.contributions import contributions
 from solvers.bradley_terry import EloRatings, bradley_terry, online_elo, score_to_outcome
 from solvers.toy_games import chicken, rps, synthetic_king_tensor
+from solvers.clones import CloneOutcome, clone_experiment, clone_verdicts, dense_ranks, with_clones
+from solvers.risk import DiverseNash, RiskDominance, diverse_nash, pure_nash_equilibria, risk_dominance
 
 __all__ = [
     "Game",
@@ -63,4 +65,14 @@ __all__ = [
     "chicken",
     "rps",
     "synthetic_king_tensor",
+    "CloneOutcome",
+    "clone_experiment",
+    "clone_verdicts",
+    "dense_ranks",
+    "with_clones",
+    "DiverseNash",
+    "RiskDominance",
+    "diverse_nash",
+    "pure_nash_equilibria",
+    "risk_dominance",
 ]

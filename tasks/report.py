@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +12,17 @@ from prefect.cache_policies import NONE
 
 import warehouse
 from tasks import figures
+from tasks import html as page
+from tasks.report_analyses import (
+    CLONES_TITLE,
+    RISK_TITLE,
+    CloneReport,
+    RiskReport,
+    clones_section,
+    load_clone_report,
+    load_risk_report,
+    risk_section,
+)
 from warehouse import ratings as store
 
 TOP_PROMPTS = 4
@@ -42,6 +52,8 @@ class ReportData:
     top_prompts: list[str]
     top_payoffs: list[dict]
     prompt_texts: dict[str, str]
+    clones: CloneReport | None = None
+    risk: RiskReport | None = None
 
 
 def _top_prompts(ratings: list[dict], methods: list[str]) -> list[str]:
@@ -88,6 +100,8 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
             top_prompts=top,
             top_payoffs=store.read_payoffs(con, run_id, top),
             prompt_texts=store.read_prompt_texts(con, run["parameters"].get("dataset", ""), top),
+            clones=load_clone_report(con, run_id),
+            risk=load_risk_report(con, run_id),
         )
     finally:
         con.close()
@@ -109,37 +123,8 @@ nav a { margin-right: 1rem; } blockquote { font-size: 0.85rem; color: #444; marg
 """
 
 
-def _e(value) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _fmt(value, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        if value != 0 and abs(value) < 10 ** -digits:
-            return f"{value:.1e}"
-        return f"{value:.{digits}f}"
-    return _e(value)
-
-
-def _table(header: list[str], rows: list[list], name_columns: int = 1) -> str:
-    head = "".join(f'<th class="name">{_e(h)}</th>' if k < name_columns else f"<th>{_e(h)}</th>"
-                   for k, h in enumerate(header))
-    body = "".join(
-        "<tr>" + "".join(f'<td class="name">{_fmt(c)}</td>' if k < name_columns else f"<td>{_fmt(c)}</td>"
-                         for k, c in enumerate(row)) + "</tr>"
-        for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _figure(uri: str, name: str, caption: str) -> str:
-    return (f'<figure data-figure="{_e(name)}"><img src="{uri}" alt="{_e(caption)}">'
-            f"<figcaption>{_e(caption)}</figcaption></figure>")
-
-
 def _section(key: str, body: str) -> str:
-    return f'<section id="{key}"><h2>{_e(SECTIONS[key])}</h2>{body}</section>'
+    return f'<section id="{key}"><h2>{page.escape(SECTIONS[key])}</h2>{body}</section>'
 
 
 def _by(rows: list[dict], *keys: str) -> dict:
@@ -164,9 +149,9 @@ def _model_ratings_section(d: ReportData, methods: list[str]) -> str:
             "0 for every model in the equilibrium's support, negative for the others. ne / cce select the "
             "equilibrium by the clone-invariant affinity entropy, *-shannon by the uniform target; bt is "
             "Bradley-Terry on the judged battles. Mean payoff: mean u_king over prompts and opponents.</p>")
-    fig = _figure(figures.data_uri(figures.rank_comparison(d.models, ranks)), "rank-comparison",
+    fig = page.figure(figures.data_uri(figures.rank_comparison(d.models, ranks)), "rank-comparison",
                   "Model ranks per method, side by side")
-    return _section("model-ratings", note + _table(header, rows) + fig)
+    return _section("model-ratings", note + page.table(header, rows) + fig)
 
 
 def _bt_section(d: ReportData) -> str:
@@ -179,9 +164,9 @@ def _bt_section(d: ReportData) -> str:
     lo = np.array([r["ci_lo"] if r["ci_lo"] is not None else r["rating"] for r in rows])
     hi = np.array([r["ci_hi"] if r["ci_hi"] is not None else r["rating"] for r in rows])
     boots = d.run["parameters"].get("bootstrap")
-    fig = _figure(figures.data_uri(figures.bt_intervals(models, elo, lo, hi)), "bt-intervals",
+    fig = page.figure(figures.data_uri(figures.bt_intervals(models, elo, lo, hi)), "bt-intervals",
                   f"Bradley-Terry Elo with bootstrap confidence intervals ({boots} resamples)")
-    table = _table(["model", "rank", "Elo", "CI low", "CI high"],
+    table = page.table(["model", "rank", "Elo", "CI low", "CI high"],
                    [[r["action"], r["rank"], r["rating"], r["ci_lo"], r["ci_hi"]] for r in rows])
     return _section("bt", table + fig)
 
@@ -200,8 +185,8 @@ def _support_section(d: ReportData, eq_methods: list[str]) -> str:
     for m in eq_methods:
         sup = eqs[m]["support"] if m in eqs else {}
         rows.append([m] + [f"{sup[p][0]} / {sup[p][1]}" if p in sup else None for p in ("prompt", "king", "rebel")])
-    table = _table(["method", "prompts supported", "kings supported", "rebels supported"], rows)
-    fig = _figure(figures.data_uri(figures.equilibrium_support(d.models, prompts, marg)), "support",
+    table = page.table(["method", "prompts supported", "kings supported", "rebels supported"], rows)
+    fig = page.figure(figures.data_uri(figures.equilibrium_support(d.models, prompts, marg)), "support",
                   "Equilibrium marginals: models as king and rebel, and the most-weighted prompts")
     return _section("support", table + fig)
 
@@ -216,10 +201,10 @@ def _payoffs_section(d: ReportData) -> str:
         if cell["king"] in index and cell["rebel"] in index:
             u[pos[cell["prompt_id"]], index[cell["king"]], index[cell["rebel"]]] = cell["u_king"]
     texts = "".join(
-        f"<p><b>prompt {_e(p)}</b></p>"
-        f"<blockquote>{_e(_clip(d.prompt_texts.get(p, '(text not in warehouse)')))}</blockquote>"
+        f"<p><b>prompt {page.escape(p)}</b></p>"
+        f"<blockquote>{page.escape(_clip(d.prompt_texts.get(p, '(text not in warehouse)')))}</blockquote>"
         for p in d.top_prompts)
-    fig = _figure(figures.data_uri(figures.payoff_heatmaps(d.models, d.top_prompts, u)), "payoff-heatmaps",
+    fig = page.figure(figures.data_uri(figures.payoff_heatmaps(d.models, d.top_prompts, u)), "payoff-heatmaps",
                   "u_king(prompt, king, rebel) on the top-rated prompts of the first equilibrium method")
     return _section("payoffs", fig + texts)
 
@@ -237,10 +222,10 @@ def _contributions_section(d: ReportData, eq_methods: list[str]) -> str:
     cell = _by(rows, "method", "king", "rebel_family")
     deltas = {m: np.array([[cell[(m, k, f)]["delta"] if (m, k, f) in cell else 0.0 for f in families]
                            for k in kings]) for m in eq_methods}
-    fig = _figure(figures.data_uri(figures.contribution_heatmaps(kings, families, deltas)), "contributions",
+    fig = page.figure(figures.data_uri(figures.contribution_heatmaps(kings, families, deltas)), "contributions",
                   "delta(king, rebel family): each row sums to the king model's rating")
     first = eq_methods[0]
-    table = _table(["king \\ rebel family (" + first + ")"] + families + ["sum = rating"],
+    table = page.table(["king \\ rebel family (" + first + ")"] + families + ["sum = rating"],
                    [[k] + list(deltas[first][n]) + [float(deltas[first][n].sum())] for n, k in enumerate(kings)])
     return _section("contributions", fig + table)
 
@@ -252,12 +237,12 @@ def _diagnostics_section(d: ReportData, eq_methods: list[str]) -> str:
     rows = [[m, eqs[m]["solution_concept"], eqs[m]["target"], eqs[m]["solver"], f'{eqs[m]["exploitability"]:.2e}',
              eqs[m]["steps"], eqs[m]["final_temperature"], eqs[m]["seconds"], eqs[m]["joint_cells"],
              eqs[m]["joint_mass_omitted"]] for m in methods]
-    table = _table(["method", "concept", "target", "solver", "exploitability", "steps", "final temperature",
+    table = page.table(["method", "concept", "target", "solver", "exploitability", "steps", "final temperature",
                     "seconds", "CCE joint cells stored", "joint mass omitted"], rows)
-    stage = _table(["stage", "seconds"], [[k, float(v)] for k, v in timings.items()])
+    stage = page.table(["stage", "seconds"], [[k, float(v)] for k, v in timings.items()])
     body = table + stage
     if methods:
-        body += _figure(figures.data_uri(figures.solver_diagnostics(
+        body += page.figure(figures.data_uri(figures.solver_diagnostics(
             methods, [eqs[m]["exploitability"] for m in methods], [eqs[m]["seconds"] or 0.0 for m in methods])),
             "diagnostics", "Exploitability (log scale) and solve time per equilibrium")
     return _section("diagnostics", body)
@@ -270,16 +255,16 @@ def _coverage_section(d: ReportData) -> str:
     fraction = np.ones((len(models), len(models)))
     for r in pairs:
         fraction[index[r["model_a"]], index[r["model_b"]]] = r["prompts_covered"] / max(r["prompts_total"], 1)
-    inputs = _table(["judge", "status", "judgments"],
+    inputs = page.table(["judge", "status", "judgments"],
                     [[r["judge"], r["status"], r["judgments"]] for r in d.coverage["inputs"]], name_columns=2)
     dropped = d.coverage["dropped"]
-    drop_note = (f'<p class="note">{_e(d.run.get("message") or "")}</p>' if dropped
+    drop_note = (f'<p class="note">{page.escape(d.run.get("message") or "")}</p>' if dropped
                  else '<p class="note">Complete tensor: nothing dropped.</p>')
     drop_table = ""
     if dropped:
-        drop_table = _table(["dropped", "name", "missing cells"],
+        drop_table = page.table(["dropped", "name", "missing cells"],
                             [[r["player"], r["action"], r["missing_cells"]] for r in dropped], name_columns=2)
-    fig = _figure(figures.data_uri(figures.coverage_heatmap(models, fraction)), "coverage",
+    fig = page.figure(figures.data_uri(figures.coverage_heatmap(models, fraction)), "coverage",
                   "Share of prompts on which each model pair was judged in both orders")
     return _section("coverage", inputs + drop_note + drop_table + fig)
 
@@ -291,13 +276,19 @@ def render_html(d: ReportData) -> str:
     eq_methods = [m for m in methods if m != "bt"]
     run, params = d.run, d.run["parameters"]
     prompts_count = len({r["action"] for r in d.ratings if r["player"] == "prompt"})
-    meta = (f'<p class="meta">run <code>{_e(run["run_id"])}</code> · dataset <b>{_e(params.get("dataset"))}</b> · '
-            f'judge(s) {_e(", ".join(params.get("judges") or []))} · {len(d.models)} models'
+    meta = (f'<p class="meta">run <code>{page.escape(run["run_id"])}</code> · '
+            f'dataset <b>{page.escape(params.get("dataset"))}</b> · '
+            f'judge(s) {page.escape(", ".join(params.get("judges") or []))} · {len(d.models)} models'
             + (f" · {prompts_count} prompts" if prompts_count else "")
-            + f' · data fingerprint <code>{_e(run.get("data_fingerprint"))}</code>'
-            + f' · finished {_e(_when(run.get("finished_at")))}</p>')
+            + f' · data fingerprint <code>{page.escape(run.get("data_fingerprint"))}</code>'
+            + f' · finished {page.escape(_when(run.get("finished_at")))}</p>')
     versions = ", ".join(f"{k} {v}" for k, v in sorted((run.get("versions") or {}).items()))
-    nav = "<nav>" + "".join(f'<a href="#{k}">{_e(v)}</a>' for k, v in SECTIONS.items()) + "</nav>"
+    sections = dict(SECTIONS)
+    if d.clones is not None:
+        sections["clones"] = CLONES_TITLE
+    if d.risk is not None:
+        sections["risk"] = RISK_TITLE
+    nav = "<nav>" + "".join(f'<a href="#{k}">{page.escape(v)}</a>' for k, v in sections.items()) + "</nav>"
     body = "".join([
         _model_ratings_section(d, methods),
         _bt_section(d),
@@ -306,14 +297,16 @@ def render_html(d: ReportData) -> str:
         _contributions_section(d, eq_methods),
         _diagnostics_section(d, eq_methods),
         _coverage_section(d),
+        clones_section(d.clones, d.models) if d.clones is not None else "",
+        risk_section(d.risk) if d.risk is not None else "",
     ])
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>eqarena report — {_e(params.get('dataset'))} — {_e(run['run_id'])}</title>"
+        f"<title>eqarena report — {page.escape(params.get('dataset'))} — {page.escape(run['run_id'])}</title>"
         f"<style>{_CSS}</style></head><body>"
-        f"<h1>eqarena ratings: {_e(params.get('dataset'))}</h1>{meta}{nav}{body}"
+        f"<h1>eqarena ratings: {page.escape(params.get('dataset'))}</h1>{meta}{nav}{body}"
         f'<footer class="meta"><p>Method: Liu et al., Re-evaluating Open-ended Evaluation of Large Language '
-        f"Models (ICLR 2025). Versions: {_e(versions)}.</p></footer></body></html>\n"
+        f"Models (ICLR 2025). Versions: {page.escape(versions)}.</p></footer></body></html>\n"
     )
 
 

@@ -59,7 +59,8 @@ CASES = [
      "dataset 'nope' has no prompts in the warehouse (datasets: arena)"),
     ("judge-which-dataset", ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", "{two}"],
      "the warehouse holds 2 datasets (arena, other): choose one with --dataset"),
-    ("judge-bad-spec", ["judge", "-j", "mystery", "-d", "arena", "--db", "{one}"], "--judge 'mystery': expected openai:MODEL"),
+    ("judge-bad-spec", ["judge", "-j", "mystery", "-d", "arena", "--db", "{one}"],
+     "--judge 'mystery': expected openai:MODEL"),
     ("judge-missing-key", ["judge", "-j", "openai:gpt-4o-mini", "-d", "arena", "--db", "{one}"], "OPENAI_API_KEY"),
     ("judge-plan-unknown-template", ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--template", "nope",
                                      "-d", "arena", "--db", "{one}"], "template"),
@@ -103,14 +104,16 @@ def test_error_path_prints_its_message_and_nothing_else(name, args, expected, wa
 def test_error_after_a_temporary_prefect_server_is_still_one_line(warehouses):
     """Without PREFECT_API_URL the command starts (and at exit stops) its own temporary Prefect API."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    _assert_one_line_error(_run(["rate", "-j", "prd:nobody", "-d", "arena", "--db", "{one}"], warehouses, env), "prd:nobody")
+    result = _run(["rate", "-j", "prd:nobody", "-d", "arena", "--db", "{one}"], warehouses, env)
+    _assert_one_line_error(result, "prd:nobody")
 
 
 def test_judge_and_rate_use_the_only_dataset_and_say_so(warehouses, tmp_path):
     db = tmp_path / "arena-only.duckdb"
     runner = CliRunner()
     assert runner.invoke(app, ["ingest", "-d", str(warehouses["root"] / "other"), "--db", str(db)]).exit_code == 0
-    shown = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--json", "--db", str(db)], warehouses, dict(os.environ))
+    shown = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--json", "--db", str(db)], warehouses,
+                 dict(os.environ))
     assert shown.returncode == 0, shown.stderr
     assert shown.stderr.splitlines() == ["dataset: other (the only one in the warehouse)"]
     plan = json.loads(shown.stdout)

@@ -76,8 +76,36 @@ def test_demo_rates_all_models_and_prompts_with_exploitability(demo):
         "bt": (5, 0), "ne": (5, 80), "cce": (5, 80), "ne-shannon": (5, 80), "cce-shannon": (5, 80)}
     assert set(exploitability) == {"ne", "cce", "ne-shannon", "cce-shannon"}
     assert all(-1e-12 <= v <= 1e-5 for v in exploitability.values())
-    assert kinds == {"ingest": 1, "rate": 1, "run": 1}
+    assert kinds == {"ingest": 1, "rate": 1, "clones": 1, "run": 1}
     assert judge_calls == 0
+
+
+def test_demo_analyses_adversarial_clones(demo):
+    """The default analysis of the main job: exact copies of prompts adversarial to the top NE model
+    leave the NE and CCE ranks as they were; Bradley-Terry's move (paper Section 4.2)."""
+    tmp, stdout = demo
+    con = warehouse.connect(tmp / "demo.duckdb", read_only=True)
+    try:
+        (rate_run,) = con.execute("SELECT run_id FROM latest_rate_run").fetchall()[0]
+        (source,) = con.execute("SELECT source_run_id FROM analysis_runs WHERE kind = 'clones'").fetchall()[0]
+        ranks = con.execute("SELECT method, n_clones, list(rank ORDER BY model_id) FROM clone_robustness "
+                            "WHERE variant = 'exact' GROUP BY ALL ORDER BY method, n_clones").fetchall()
+        prompts = con.execute("SELECT count(*) FROM prompts").fetchall()[0][0]
+    finally:
+        con.close()
+    assert source == rate_run and prompts == 80
+    by_method = {}
+    for method, n, r in ranks:
+        by_method.setdefault(method, {})[n] = r
+    assert set(by_method) == METHODS and all(sorted(v) == [0, 250, 500] for v in by_method.values())
+    for method in ("ne", "cce"):
+        assert by_method[method][250] == by_method[method][500] == by_method[method][0]
+    assert by_method["bt"][500] != by_method["bt"][0]
+    assert "NE: exact: ranks unchanged up to 500 clones" in stdout
+    (report,) = (tmp / "out").glob("eqarena-rate-*.html")
+    text = report.read_text(encoding="utf-8")
+    assert '<section id="clones">' in text and 'data-figure="clone-ranks"' in text
+    assert '<section id="risk">' not in text
 
 
 def test_the_report_shows_exploitability(demo):
@@ -94,7 +122,7 @@ def test_second_run_pools_all_prd_judges_and_ingests_nothing_new(demo, prefect_h
 
     tmp, _ = demo
     summary = run_flow(db=str(tmp / "demo.duckdb"), out_dir=str(tmp / "out"), judge="all-prd",
-                       methods=["bt", "ne"], bootstrap=20)
+                       methods=["bt", "ne"], bootstrap=20, analyses=[])
     con = warehouse.connect(tmp / "demo.duckdb", read_only=True)
     try:
         judgments = con.execute("SELECT count(*) FROM judgments").fetchone()[0]

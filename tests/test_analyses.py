@@ -1,0 +1,232 @@
+"""The robustness analyses as flows on a real rate run (bundled PRD Vicuna-80, judge prd:gpt4): what
+they write to DuckDB, that the writes are whole or absent, that a seed reproduces them, the report
+sections, and the `eqarena analyze` command line."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from datetime import datetime
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import warehouse
+from flows.cli import app
+from solvers import koth_game
+from warehouse.analyses import read_run_game, write_analysis
+from warehouse.runs import RunRecord
+
+MODELS = ("bard", "claude", "gpt35", "gpt4", "vicuna-13b")
+METHODS = ("bt", "ne", "cce", "ne-shannon", "cce-shannon")
+SMALL = dict(ns_exact=[0, 40, 80], ns_noisy=[0, 40])
+
+
+@pytest.fixture(scope="module")
+def rated(tmp_path_factory, prefect_harness):
+    from flows.ingest import ingest_flow
+    from flows.rate import rate_flow
+
+    db = str(tmp_path_factory.mktemp("analyses") / "eqarena.duckdb")
+    ingest_flow(dataset="vicuna80", db=db)
+    return db, rate_flow(db=db, dataset="vicuna80", judges=["prd:gpt4"], bootstrap=0).run_id
+
+
+@pytest.fixture(scope="module")
+def clones(rated):
+    from flows.analyze import clones_flow
+
+    db, rate_run = rated
+    return clones_flow(db=db, run_id=rate_run, **SMALL)
+
+
+@pytest.fixture(scope="module")
+def risk(rated):
+    from flows.analyze import risk_flow
+
+    db, rate_run = rated
+    return risk_flow(db=db, run_id=rate_run, num=16, seed=3)
+
+
+def _query(db, sql, params=()):
+    con = warehouse.connect(db, read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
+def _frame(db, sql, params=()):
+    con = warehouse.connect(db, read_only=True)
+    try:
+        return con.sql(sql, params=list(params)).pl()
+    finally:
+        con.close()
+
+
+def test_clone_rows_cover_every_variant_count_method_and_model(rated, clones):
+    db, rate_run = rated
+    rows = _frame(db, "SELECT * FROM clone_robustness WHERE run_id = ?", [clones.run_id])
+    cells = {(r["variant"], r["n_clones"], r["method"], r["model_id"]) for r in rows.iter_rows(named=True)}
+    expected = {(v, n, m, x) for v, ns in (("exact", SMALL["ns_exact"]), ("noisy", SMALL["ns_noisy"]))
+                for n in ns for m in METHODS for x in MODELS}
+    assert cells == expected and rows.height == len(expected)
+    assert set(rows["source_run_id"]) == {rate_run} and set(rows["target"]) == {"gpt4"}
+    assert set(rows["adversary_lambda"]) == {10.0} and set(rows["seed"]) == {0}
+    # the equilibria are exact; bt has none
+    assert rows.filter(pl.col("method") == "bt")["exploitability"].null_count() == rows.filter(
+        pl.col("method") == "bt").height
+    assert rows.filter(pl.col("method") != "bt")["exploitability"].max() <= 1e-6
+    assert _query(db, "SELECT kind, parameters ->> 'source_run_id' FROM runs WHERE run_id = ?", [clones.run_id]) == [
+        ("clones", rate_run)]
+
+
+def test_exact_copies_leave_ne_and_cce_ranks_and_move_bt(rated, clones):
+    db, _ = rated
+    ranks = {(m, n): r for m, n, r in _query(
+        db, "SELECT method, n_clones, list(rank ORDER BY model_id) FROM clone_robustness "
+            "WHERE run_id = ? AND variant = 'exact' GROUP BY ALL", [clones.run_id])}
+    for method in ("ne", "cce"):
+        assert ranks[(method, 40)] == ranks[(method, 80)] == ranks[(method, 0)]
+    assert ranks[("bt", 80)] != ranks[("bt", 0)]
+    verdicts = dict(_query(db, "SELECT method, verdict FROM clone_verdicts WHERE run_id = ?", [clones.run_id]))
+    assert set(verdicts) == set(METHODS)
+    assert verdicts["ne"].startswith("NE: exact: ranks unchanged up to 80 clones")
+    assert re.match(r"BT: exact: gpt4 fell from 1 to \d", verdicts["bt"])
+
+
+def test_copies_are_named_and_never_enter_the_prompts_table(rated, clones):
+    db, _ = rated
+    copies = _query(db, "SELECT draw, prompt_id, source_prompt_id FROM clone_prompts WHERE run_id = ? ORDER BY draw",
+                    [clones.run_id])
+    assert [d for d, _, _ in copies] == list(range(1, 81))
+    assert len({p for _, p, _ in copies}) == 80
+    prompts = {p for (p,) in _query(db, "SELECT prompt_id FROM prompts")}
+    assert len(prompts) == 80
+    for _, prompt_id, source in copies:
+        assert re.fullmatch(rf"clone:{re.escape(source)}:\d+", prompt_id) and source in prompts
+
+
+def test_a_seed_reproduces_the_analysis(rated, clones):
+    from flows.analyze import clones_flow
+
+    db, rate_run = rated
+    again = clones_flow(db=db, run_id=rate_run, **SMALL)
+    columns = "variant, n_clones, method, model_id, rank, rating"
+    first = _query(db, f"SELECT {columns} FROM clone_robustness WHERE run_id = ? ORDER BY ALL", [clones.run_id])
+    second = _query(db, f"SELECT {columns} FROM clone_robustness WHERE run_id = ? ORDER BY ALL", [again.run_id])
+    assert again.run_id != clones.run_id and first == second
+    draws = "SELECT source_prompt_id FROM clone_prompts WHERE run_id = ? ORDER BY draw"
+    assert _query(db, draws, [clones.run_id]) == _query(db, draws, [again.run_id])
+    other = clones_flow(db=db, run_id=rate_run, seed=1, ns_exact=[0, 80], ns_noisy=[0])
+    assert _query(db, draws, [other.run_id]) != _query(db, draws, [clones.run_id])
+
+
+def test_pure_nash_equilibria_match_brute_force(rated, risk):
+    db, rate_run = rated
+    con = warehouse.connect(db, read_only=True)
+    try:
+        game = read_run_game(con, rate_run)
+    finally:
+        con.close()
+    payoffs = koth_game(game.u_king).payoffs  # dense (3, P, M, M)
+    p, m, _ = game.u_king.shape
+    expected = set()
+    for a, k, r in itertools.product(range(p), range(m), range(m)):
+        if (payoffs[0, a, k, r] >= payoffs[0, :, k, r].max() and payoffs[1, a, k, r] >= payoffs[1, a, :, r].max()
+                and payoffs[2, a, k, r] >= payoffs[2, a, k, :].max()):
+            expected.add((game.prompts[a], game.models[k], game.models[r]))
+    stored = set(_query(db, "SELECT prompt_id, king, rebel FROM pure_nash_equilibria WHERE run_id = ?", [risk.run_id]))
+    assert stored == expected and len(stored) > 0
+
+
+def test_risk_rows_rank_distinct_equilibria_with_the_selected_first(rated, risk):
+    db, rate_run = rated
+    rows = _frame(db, "SELECT * FROM risk_dominance WHERE run_id = ? ORDER BY equilibrium", [risk.run_id])
+    k = rows.height
+    assert 2 <= k <= 16
+    assert rows["equilibrium"].to_list() == list(range(k))
+    assert rows["is_selected"].to_list() == [True] + [False] * (k - 1)
+    assert rows["exploitability"].max() <= 1e-2
+    assert set(rows["source_run_id"]) == {rate_run}
+    for prior in ("uniform", "updated"):
+        total = rows.select(pl.sum_horizontal(f"prompt_{prior}", f"king_{prior}", f"rebel_{prior}")).to_series()
+        np.testing.assert_allclose(total.to_numpy(), rows[f"sum_{prior}"].to_numpy(), atol=1e-12)
+        expected = [1 + int((rows[f"sum_{prior}"] > s).sum()) for s in rows[f"sum_{prior}"]]
+        assert rows[f"rank_{prior}"].to_list() == expected
+    # equilibrium 0 is the rate run's NE: same king marginal as stored by the rate run
+    selected = dict(_query(db, "SELECT action, mass FROM risk_equilibrium_ratings WHERE run_id = ? AND "
+                               "equilibrium = 0 AND player = 'king'", [risk.run_id]))
+    stored = dict(_query(db, "SELECT action, mass FROM equilibrium_marginals WHERE run_id = ? AND method = 'ne' "
+                             "AND player = 'king'", [rate_run]))
+    assert selected.keys() == stored.keys()
+    assert all(abs(selected[m] - stored[m]) < 1e-12 for m in stored)
+    # the kept equilibria's model ratings differ pairwise
+    wide = _frame(db, "SELECT equilibrium, list(rating ORDER BY action) AS r FROM risk_equilibrium_ratings "
+                      "WHERE run_id = ? AND player = 'king' GROUP BY equilibrium ORDER BY equilibrium", [risk.run_id])
+    ratings = np.array(wide["r"].to_list())
+    gaps = np.abs(ratings[:, None, :] - ratings[None, :, :]).max(axis=2)
+    assert gaps[~np.eye(k, dtype=bool)].min() > 1e-3
+    counts = _query(db, "SELECT player, count(*) FROM risk_equilibrium_ratings WHERE run_id = ? GROUP BY player",
+                    [risk.run_id])
+    assert dict(counts) == {"prompt": 80 * k, "king": 5 * k, "rebel": 5 * k}
+
+
+def test_report_shows_both_sections_only_when_the_tables_exist(rated, clones, risk, tmp_path):
+    from flows.rate import rate_flow
+    from flows.report import report_flow
+
+    db, rate_run = rated
+    text = report_flow(db=db, run_id=rate_run, out_dir=str(tmp_path)).read_text(encoding="utf-8")
+    assert '<section id="clones">' in text and '<section id="risk">' in text
+    assert 'data-figure="clone-ranks"' in text and 'data-figure="risk"' in text
+    assert re.search(r"The selected NE \(equilibrium 0, the limiting logit equilibrium\) is the (\d+\w\w )?least "
+                     r"risky of \d+ Nash equilibria", text)
+    assert "http://" not in text.split("<footer")[0] and "https://" not in text.split("<footer")[0]
+    plain = rate_flow(db=db, dataset="vicuna80", judges=["prd:gpt4"], methods=["bt", "ne"], bootstrap=0)
+    text = report_flow(db=db, run_id=plain.run_id, out_dir=str(tmp_path)).read_text(encoding="utf-8")
+    assert '<section id="clones">' not in text and '<section id="risk">' not in text
+
+
+def test_a_failed_write_leaves_nothing(rated):
+    db, rate_run = rated
+    run = RunRecord(run_id="clones-broken", kind="clones", started_at=datetime(2026, 1, 1),
+                    parameters={"source_run_id": rate_run})
+    good = pl.DataFrame({"method": ["ne"], "verdict": ["NE: fine"]})
+    bad = pl.DataFrame({"source_run_id": [rate_run], "target": ["gpt4"], "adversary_lambda": [10.0], "seed": [0],
+                        "variant": ["sideways"], "n_clones": [0], "method": ["ne"], "model_id": ["gpt4"], "rank": [1],
+                        "rating": [0.0], "exploitability": [0.0]})
+    con = warehouse.connect(db)
+    try:
+        with pytest.raises(Exception, match="CHECK|Constraint"):
+            write_analysis(con, run, {"clone_verdicts": good, "clone_robustness": bad})
+        with pytest.raises(ValueError, match="a clones run writes"):
+            write_analysis(con, run, {"risk_dominance": good})
+    finally:
+        con.close()
+    assert _query(db, "SELECT count(*) FROM runs WHERE run_id = 'clones-broken'") == [(0,)]
+    assert _query(db, "SELECT count(*) FROM clone_verdicts WHERE run_id = 'clones-broken'") == [(0,)]
+
+
+def test_analyze_clones_command(rated):
+    db, rate_run = rated
+    runner = CliRunner()
+    result = runner.invoke(app, ["analyze", "clones", "--run", rate_run, "--n", "0,20", "--n-noisy", "0",
+                                 "--target", "claude", "--db", db])
+    assert result.exit_code == 0, result.output
+    assert "NE: exact: ranks unchanged up to 20 clones" in result.stdout
+    run_id = re.search(r"clones run (clones-\S+) \(of rate run " + re.escape(rate_run), result.stdout).group(1)
+    assert _query(db, "SELECT DISTINCT target FROM clone_robustness WHERE run_id = ?", [run_id]) == [("claude",)]
+    bad = runner.invoke(app, ["analyze", "clones", "--n", "0,many", "--db", db])
+    assert bad.exit_code == 1
+    assert bad.stderr.strip() == "error: --n takes comma-separated whole numbers, e.g. 0,250,500; got '0,many'"
+    unknown = runner.invoke(app, ["analyze", "clones", "--run", rate_run, "--target", "gpt5", "--db", db])
+    assert unknown.exit_code == 1
+    assert unknown.stderr.strip() == (f"error: --target 'gpt5' is not a model of rate run {rate_run} "
+                                      "(models: bard, claude, gpt35, gpt4, vicuna-13b)")
+    missing = runner.invoke(app, ["analyze", "risk", "--run", "rate-nope", "--db", db])
+    assert missing.exit_code == 1 and "no finished rate run 'rate-nope'" in missing.stderr
+    assert runner.invoke(app, ["run", "--analyses", "clones,bogus", "--db", db]).stderr.strip() == (
+        "error: --analyses: unknown analysis bogus (choose from clones, risk)")
