@@ -10,7 +10,12 @@ minimised over alpha >= 0; the primal is x = softmax(l). grad L = -g(x) (minus t
 hess L = Cov_x(f), a covariance of features. The paper keeps alpha >= 0 through
 alpha = softplus(theta) and takes first-order steps; here alpha >= 0 is kept by projection and the
 steps are Levenberg-Marquardt regularised Newton steps on the free coordinates (Bertsekas'
-projected Newton), so the active constraints are solved to machine precision in a few steps.
+projected Newton, damping adapted by a trust-region rule), so the active constraints are solved
+to machine precision in a few steps.
+
+When a single deviation's constraint can only hold with x = 0 on part of the joint (e.g. a prompt
+whose |u_king| is largest in every cell), the CCE lies on a face of the simplex and the dual
+minimiser is at infinity; `dense_face` / `koth_face` restrict the support to that face first.
 
 Oracles evaluate L, x, g and the Hessian:
 - dense games: an explicit feature matrix F of shape (|A|, sum_i A_i);
@@ -34,6 +39,8 @@ import scipy.linalg
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 50
+_THETA0, _THETA_MIN, _THETA_MAX = 1e-2, 1e-12, 1e8  # relative LM damping: initial, bounds
+_SLOW_STEPS = 3  # steps without halving the residual after which the Hessian is float64
 _PRECISE_BELOW = 1e-8  # projected-gradient norm below which the Hessian is computed in float64
 
 
@@ -78,21 +85,23 @@ def projected_newton(
 
     grad = gradient(joint)
     res = residual(z, grad)
-    steps = 0
-    stalled = False
-    precise = False
+    steps = slow = 0
+    stalled = precise = False
+    best = res
+    theta = _THETA0
     while res > tol and steps < max_steps:
-        # A float32 Hessian is used far from the solution; float64 once close (or after a failed
-        # line search), where small curvatures must be resolved.
-        precise = precise or res <= _PRECISE_BELOW
+        # A float32 Hessian is used far from the solution; float64 once close, after a failed line
+        # search or when progress stalls (float32 rounding hides small curvatures).
+        precise = precise or res <= _PRECISE_BELOW or slow >= _SLOW_STEPS
         # Coordinates at (or within eps of) the bound whose gradient pushes them out stay there.
         eps = min(1e-3, res)
         free = np.flatnonzero(mask & ~((z <= eps) & (grad > 0.0)))
         direction = np.where(mask, -z, 0.0)
         direction[free] = 0.0
+        h = None
         if len(free):
             h = np.asarray(hessian(joint, -grad, precise), dtype=np.float64)[np.ix_(free, free)]
-            direction[free] = _damped_newton_step(h, grad[free], res)
+            direction[free] = _damped_newton_step(h, grad[free], theta * min(res, 1.0))
         step, accepted = 1.0, False
         for _ in range(_MAX_HALVINGS):  # Armijo backtracking on the projected path
             z_new = np.where(mask, np.maximum(z + step * direction, 0.0), 0.0)
@@ -102,29 +111,48 @@ def projected_newton(
                 break
             step *= 0.5
         if not accepted:
+            theta = min(theta * 16.0, _THETA_MAX)
             if not precise:
                 precise = True
                 continue
             stalled = True
             break
+        theta = _update_damping(theta, step, value - value_new, grad, z_new - z, free, h)
         z, value, joint = z_new, value_new, joint_new
         grad = gradient(joint)
         res = residual(z, grad)
+        slow = slow + 1 if res > 0.5 * best else 0
+        best = min(best, res)
         steps += 1
     return NewtonResult(z, joint, float(value), steps, res, stalled)
 
 
-def _damped_newton_step(h: np.ndarray, grad: np.ndarray, res: float) -> np.ndarray:
-    """-(H + mu I)^-1 grad with Levenberg-Marquardt damping mu proportional to the residual.
+def _update_damping(theta, step, decrease, grad, move, free, h) -> float:
+    """Trust-region rule for the relative damping theta: shrink it after a full step that the
+    quadratic model predicted well, grow it after a poor prediction or a backtracked step.
 
-    Proportional damping keeps convergence fast when the dual is degenerate (a singular Hessian,
-    e.g. near-duplicate deviations); mu grows if H + mu I is not numerically positive definite
-    (the Hessian may carry float32 rounding).
+    Damping only proportional to the residual would cap each step at O(1 / max diag H): a dual
+    minimiser at infinity (a CCE on a face of the simplex) is then approached linearly in the
+    multipliers, not geometrically as Newton's steps do.
     """
+    predicted = -float(grad @ move)
+    if h is not None:
+        predicted -= 0.5 * float(move[free] @ h @ move[free])
+    ratio = decrease / predicted if predicted > 0 else 0.0
+    if step == 1.0 and ratio > 0.5:
+        return max(theta / 8.0, _THETA_MIN)
+    if step < 1.0 or ratio < 0.25:
+        return min(theta * 4.0, _THETA_MAX)
+    return theta
+
+
+def _damped_newton_step(h: np.ndarray, grad: np.ndarray, damping: float) -> np.ndarray:
+    """-(H + mu I)^-1 grad with Levenberg-Marquardt damping mu = damping * max diag(H); mu grows if
+    H + mu I is not numerically positive definite (the Hessian may carry float32 rounding)."""
     scale = max(float(np.max(np.diag(h))), 1e-300)
-    mu = (min(res, 1.0) * 1e-2 + 1e-10) * scale
+    mu = (damping + 1e-16) * scale
     eye = np.eye(len(h))
-    for _ in range(20):
+    for _ in range(40):
         try:
             return scipy.linalg.cho_solve(scipy.linalg.cho_factor(h + mu * eye, lower=True), -grad)
         except np.linalg.LinAlgError:
@@ -256,11 +284,12 @@ def _contiguous(a):
 _jit_koth_arrays = jax.jit(_koth_arrays, static_argnums=1)
 
 
-def koth_logits(g: KothArrays, log_tp, log_tk, log_tr, dev_w, alpha_w, alpha_k, alpha_r):
+def koth_logits(g: KothArrays, log_tp, log_tk, log_tr, dev_w, alpha_w, alpha_k, alpha_r, log_support=None):
     """l(p, k, r) of App. A for the king-of-the-hill game, shape (P, M, M).
 
     dev_w (W, M, M): payoffs |u_king(q, ., .)| of the working set's prompt deviations q. With
     u_rebel = -u - 1[k = r]: sum_j alpha_j u_rebel(p, k, j) = -sum_j alpha_j u(p, k, j) - alpha_k.
+    log_support (P, M, M), 0 or -inf, restricts the joint to a face (`koth_face`).
     """
     xp = _xp(g.u)
     p, m, _ = g.u.shape
@@ -278,13 +307,15 @@ def koth_logits(g: KothArrays, log_tp, log_tk, log_tr, dev_w, alpha_w, alpha_k, 
         + xp.sum(alpha_r) * (u + eye)
     )
     log_t = log_tp[:, None, None] + log_tk[None, :, None] + log_tr[None, None, :]
+    if log_support is not None:
+        log_t = log_t + log_support
     return log_t - gain
 
 
-def koth_value_joint(g: KothArrays, log_tp, log_tk, log_tr, dev_w, z):
+def koth_value_joint(g: KothArrays, log_tp, log_tk, log_tr, dev_w, z, log_support=None):
     """(L(z), x(z)) for z = (alpha_w (W), alpha_king (M), alpha_rebel (M))."""
     w, m = dev_w.shape[0], g.u.shape[1]
-    logits = koth_logits(g, log_tp, log_tk, log_tr, dev_w, z[:w], z[w : w + m], z[w + m :])
+    logits = koth_logits(g, log_tp, log_tk, log_tr, dev_w, z[:w], z[w : w + m], z[w + m :], log_support)
     return _softmax_and_value(logits)
 
 
@@ -415,14 +446,16 @@ _jit_koth_prompt_moments = jax.jit(koth_prompt_moments)
 class KothDual:
     """Oracle of the king-of-the-hill dual for a fixed prompt working set `dev_w` (W, M, M).
 
-    Coordinates z = (alpha_w (W), alpha_king (M), alpha_rebel (M)). `backend` "numpy" or "jax".
+    Coordinates z = (alpha_w (W), alpha_king (M), alpha_rebel (M)). `backend` "numpy" or "jax";
+    `support` (P, M, M) bool, if given, restricts the joint to a face (`koth_face`).
     """
 
-    def __init__(self, g: KothArrays, log_targets, backend: str):
+    def __init__(self, g: KothArrays, log_targets, backend: str, support: np.ndarray | None = None):
         self.jit = backend == "jax"
         xp = jnp if self.jit else np
         self.g = g
         self.log_tp, self.log_tk, self.log_tr = (xp.asarray(v) for v in log_targets)
+        self.log_support = None if support is None else xp.asarray(np.where(support, 0.0, -np.inf))
         self.dev_w = None
 
     def set_working_set(self, dev_w: np.ndarray) -> None:
@@ -430,7 +463,8 @@ class KothDual:
 
     def value_joint(self, z):
         f = _jit_koth_value_joint if self.jit else koth_value_joint
-        value, x = f(self.g, self.log_tp, self.log_tk, self.log_tr, self.dev_w, self._arr(z))
+        logs = (self.log_tp, self.log_tk, self.log_tr)
+        value, x = f(self.g, *logs, self.dev_w, self._arr(z), self.log_support)
         return float(value), x
 
     def gaps(self, x):
@@ -447,6 +481,69 @@ class KothDual:
 
     def _arr(self, v):
         return jnp.asarray(v) if self.jit else v
+
+
+# ----------------------------------------------------------------------------------------------
+# Facial reduction: deviations that force joint entries to zero.
+#
+# If a deviation's feature f is >= 0 on the whole support of the joint, its constraint
+# E_x f <= 0 forces x = 0 wherever f > 0 (and then holds with equality). The maximum entropy CCE
+# then lies on a face of the simplex and the dual infimum of App. A is not attained: the
+# deviation's multiplier diverges and Newton's method only approaches x at the rate at which
+# exp(-alpha f) vanishes on the smallest positive f (slowly when near-duplicate prompts make f
+# tiny). Restricting the support to the face first is exact and leaves a dual with a finite
+# minimiser. Comparisons are exact: x - y >= 0 iff x >= y in floating point. An empty face means
+# that no CCE lies in the target's support; the support is then left as it was.
+
+
+def dense_face(features: np.ndarray, support: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(support, forcing): the reduced support (|A|,) and the deviations whose feature vanishes on it."""
+    initial = support
+    while True:
+        forcing = np.all((features >= 0) | ~support[:, None], axis=0)
+        reduced = support & np.all((features == 0) | ~forcing[None, :], axis=1)
+        if not reduced.any():
+            return initial, np.zeros(features.shape[1], dtype=bool)
+        if np.array_equal(reduced, support):
+            return support, forcing
+        support = reduced
+
+
+def koth_face(u: np.ndarray, support: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """`dense_face` for the king-of-the-hill game from u_king (P, M, M) alone, O(P M^2) per pass.
+
+    Deviation payoffs are compared with the best payoff the deviating player gets on the support
+    in each cell of its co-players' actions: prompt q forces the face if |u(q, k, r)| >= |u(p, k, r)|
+    for all supported (p, k, r); king i if u(p, i, r) >= u(p, k, r); rebel j likewise on u_rebel.
+    Returns the reduced support (P, M, M) and (prompt (P,), king (M,), rebel (M,)) masks of the
+    deviations whose feature vanishes on it.
+    """
+    m = u.shape[1]
+    payoffs = (np.abs(u), u, -u - np.eye(m)[None])  # prompt, king, rebel (own action on axis 0, 1, 2)
+    initial = support
+    while True:
+        reduced = support.copy()
+        forcing = []
+        full = bool(support.all())
+        for axis, v in enumerate(payoffs):
+            others = tuple(j for j in range(3) if j != axis)
+            if full:
+                best = np.max(v, axis=axis, keepdims=True)
+                dominates = np.all(v >= best, axis=others)  # deviation a' of this player
+            else:
+                best = np.max(np.where(support, v, -np.inf), axis=axis, keepdims=True)
+                cells = np.any(support, axis=axis, keepdims=True)
+                dominates = np.all((v >= best) | ~cells, axis=others)
+            forcing.append(dominates)
+            if dominates.any():
+                chosen = np.compress(dominates, v, axis=axis)
+                exceeded = np.any(chosen > best, axis=axis, keepdims=True)
+                reduced &= (v == best) & ~exceeded
+        if not reduced.any():
+            return initial, tuple(np.zeros(n, dtype=bool) for n in u.shape)
+        if np.array_equal(reduced, support):
+            return support, tuple(forcing)
+        support = reduced
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ product profile max_a g_i(a) >= 0 always, and it equals `solvers.exploitability`
 Solver (method "dual_newton"): the dual of App. A, minimised over alpha >= 0 by a projected,
 Levenberg-Marquardt damped Newton method (`solvers._cce_dual`); for a KothGame only a working set
 of prompt deviations carries free multipliers (the king's and rebel's always do), grown until no
-prompt's CCE gap exceeds `tol`. Small games run in NumPy, large ones through jax.jit.
+prompt's CCE gap exceeds `tol`. Joint entries that a single deviation's constraint forces to 0 are
+removed first (exact facial reduction), so that the dual has a finite minimiser. Small games run
+in NumPy, large ones through jax.jit.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ def cce(
     Returns an `Equilibrium` with `joint` of shape (A_1, ..., A_N), its `marginals`, `ratings` (the
     deviation gains of eq. (1)), `exploitability` (see module docstring), `steps` (Newton steps)
     and diagnostics: dual value, KL(x || t), max gap, working-set rounds and size, active
-    multipliers per player.
+    multipliers per player, joint entries forced to 0 and the deviations forcing them per player.
     """
     if not isinstance(game, (NormalFormGame, KothGame)):
         raise TypeError(f"game must be a NormalFormGame or KothGame; got {type(game).__name__}")
@@ -172,6 +174,10 @@ def _solve_dense(game: NormalFormGame, targets, tol, max_steps, backend):
         for i, t in enumerate(targets)
     ).reshape(-1)
     rows, cols = features.shape
+    # Exact facial reduction (see `dual.dense_face`): entries forced to 0 leave the target's support.
+    support, forcing = dual.dense_face(features, np.isfinite(log_t))
+    forced_zeros = int(np.sum(np.isfinite(log_t) & ~support))
+    log_t = np.where(support, log_t, -np.inf)
     backend = _backend(backend, features.size)
     if backend == "jax":  # pad joint actions (zero mass) and constraints (held at 0): fewer compilations
         padded = np.zeros((dual.bucket(rows, 64), dual.bucket(cols, 8)))
@@ -179,6 +185,7 @@ def _solve_dense(game: NormalFormGame, targets, tol, max_steps, backend):
         features = padded
         log_t = np.concatenate([log_t, np.full(padded.shape[0] - rows, -np.inf)])
     mask = np.arange(features.shape[1]) < cols
+    mask[:cols] &= ~forcing  # their constraints hold with equality on the face
     oracle = dual.DenseDual(features, log_t, backend)
     res = dual.projected_newton(
         oracle.value_joint, oracle.gaps, oracle.hessian, np.zeros(features.shape[1]), mask, tol, max_steps
@@ -193,6 +200,8 @@ def _solve_dense(game: NormalFormGame, targets, tol, max_steps, backend):
         "backend": backend,
         "rounds": 1,
         "working_set": int(cols),
+        "forced_zeros": forced_zeros,
+        "forcing_deviations": [int(np.sum(forcing[a:b])) for a, b in itertools.pairwise(bounds)],
         "active_multipliers": [int(np.sum(z[a:b] > 0)) for a, b in itertools.pairwise(bounds)],
     }
     return joint, res.steps, diag
@@ -203,6 +212,7 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
     deviations) to tol, then add the prompt deviations whose gap exceeds tol; stop when none does.
 
     Prompts with identical |u_king(q, ., .)| give identical constraints and share one multiplier.
+    Joint entries that the constraints force to 0 are removed first (`dual.koth_face`).
     """
     u = game.u_king
     num_prompts, num_models, _ = u.shape
@@ -211,6 +221,11 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
     abs_reps = np.abs(u[reps])
     backend = _backend(backend, u.size)
     logs = [_log(t) for t in targets]
+    tp, tk, tr = targets
+    in_target = (tp > 0)[:, None, None] & (tk > 0)[None, :, None] & (tr > 0)[None, None, :]
+    support, (forcing_p, forcing_k, forcing_r) = dual.koth_face(u, in_target)
+    forced_zeros = int(np.sum(in_target & ~support))
+    reduced = forced_zeros > 0
     if backend == "jax":
         # Pad prompts and models (u = 0, target mass 0, multipliers held at 0) so that games of
         # similar size share compilations.
@@ -220,11 +235,17 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
         abs_reps = np.pad(abs_reps, ((0, 0), (0, m - num_models), (0, m - num_models)))
         logs = [np.pad(v, (0, n - len(v)), constant_values=-np.inf) for v, n in zip(logs, (padded, m, m))]
         g = dual.koth_arrays(u_work, jnp)
+        pad_support = np.ones((padded, m, m), dtype=bool)
+        pad_support[:num_prompts, :num_models, :num_models] = support
     else:
         m = num_models
         g = dual.koth_arrays(u)
-    oracle = dual.KothDual(g, logs, backend)
-    mask_m = np.arange(m) < num_models
+        pad_support = support
+    oracle = dual.KothDual(g, logs, backend, pad_support if reduced else None)
+    # Deviations whose feature vanishes on the support: constraints that hold with equality.
+    mask_k = np.pad(~forcing_k, (0, m - num_models))
+    mask_r = np.pad(~forcing_r, (0, m - num_models))
+    candidate = ~forcing_p[reps]
 
     joint = None
     work = np.zeros(0, dtype=np.int64)  # indices into reps
@@ -233,10 +254,16 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
     alpha_r = np.zeros(m)
     capacity = _WORKING_SET
     dev_rows = abs_reps.reshape(len(reps), m * m)
-    # Prompt-deviation gaps at the target joint t (the dual at z = 0), without forming it.
-    tp, tk, tr = targets
-    value = float(tp @ (np.abs(u).reshape(num_prompts, -1) @ np.outer(tk, tr).reshape(-1)))
-    moments = (np.outer(np.exp(logs[1]), np.exp(logs[2])).reshape(-1), value)
+    # Prompt-deviation gaps at the dual's z = 0: the target joint t (not formed) or t on the face.
+    if reduced:
+        x0 = np.where(support, tp[:, None, None] * np.outer(tk, tr)[None], 0.0)
+        x0 /= x0.sum()
+        y0 = np.zeros((m, m))
+        y0[:num_models, :num_models] = x0.sum(0)
+        moments = (y0.reshape(-1), float(np.sum(x0 * np.abs(u))))
+    else:
+        value = float(tp @ (np.abs(u).reshape(num_prompts, -1) @ np.outer(tk, tr).reshape(-1)))
+        moments = (np.outer(np.exp(logs[1]), np.exp(logs[2])).reshape(-1), value)
     steps = 0
     converged = False
     res = None
@@ -245,7 +272,7 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
         gaps = dev_rows @ moments[0] - moments[1]
         in_work = np.zeros(len(reps), dtype=bool)
         in_work[work] = True
-        violated = np.flatnonzero((gaps > tol) & ~in_work)
+        violated = np.flatnonzero((gaps > tol) & ~in_work & candidate)
         if res is not None and (res.stalled or res.residual <= tol) and len(violated) == 0:
             converged = res.residual <= tol
             break
@@ -273,7 +300,7 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
             abs_reps[np.concatenate([work, np.zeros(pad, dtype=np.int64)])]
             * np.concatenate([np.ones(len(work)), np.zeros(pad)])[:, None, None]
         )
-        mask = np.concatenate([np.ones(len(work), dtype=bool), np.zeros(pad, dtype=bool), mask_m, mask_m])
+        mask = np.concatenate([np.ones(len(work), dtype=bool), np.zeros(pad, dtype=bool), mask_k, mask_r])
         z0 = np.concatenate([alpha_w, np.zeros(pad), alpha_k, alpha_r])
         res = dual.projected_newton(oracle.value_joint, oracle.gaps, oracle.hessian, z0, mask, tol, max_steps)
         alpha_w = res.z[: len(work)]
@@ -292,6 +319,8 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
         "rounds": rounds,
         "working_set": len(work),
         "distinct_prompt_rows": len(reps),
+        "forced_zeros": forced_zeros,
+        "forcing_deviations": [int(np.sum(f)) for f in (forcing_p, forcing_k, forcing_r)],
         "active_multipliers": [
             int(np.sum(alpha_prompt > 0)),
             int(np.sum(alpha_k > 0)),

@@ -81,6 +81,73 @@ def test_dense_and_structured_solvers_and_backends_agree():
             assert np.abs(a - b).max() <= 1e-7
 
 
+def near_duplicate_king_tensor(num_prompts: int, copies: int, seed: int = 0) -> np.ndarray:
+    """synthetic_king_tensor(num_prompts, 5) whose prompt 0 is unanimous (|u| = 1 off the diagonal),
+    plus `copies` copies of its three most decisive other prompts with Uniform(-0.01, 0.01) noise
+    (clipped to [-1, 1], antisymmetric).
+
+    The unanimous prompt's deviation forces the CCE onto a face of the simplex (x = 0 wherever
+    |u| < 1), and the copies put entries with |u| just below 1 next to that face.
+    """
+    base = synthetic_king_tensor(num_prompts, 5, seed=seed)
+    unanimous = np.triu(np.where(base[0] >= 0, 1.0, -1.0), k=1)
+    base[0] = unanimous - unanimous.T
+    rng = np.random.default_rng(seed)
+    decisive = 1 + np.argsort(-np.abs(base[1:]).sum(axis=(1, 2)), kind="stable")[:3]
+    picked = base[rng.choice(decisive, size=copies)]
+    upper = np.clip(np.triu(picked + rng.uniform(-0.01, 0.01, size=picked.shape), k=1), -1.0, 1.0)
+    return np.concatenate([base, upper - np.swapaxes(upper, 1, 2)])
+
+
+@pytest.mark.parametrize("target", ["uniform", "affinity"])
+def test_near_duplicate_prompts_converge_in_few_newton_steps(target):
+    """A CCE on a face of the simplex with near-duplicate prompts next to it: the dual minimiser
+    is at infinity, which damped Newton steps used to approach in thousands of steps."""
+    u = near_duplicate_king_tensor(80, 500)
+    eq = cce(koth_game(u), target=target)
+    assert eq.diagnostics["converged"]
+    assert eq.exploitability <= 1e-8
+    assert eq.steps <= 30
+    assert eq.diagnostics["forcing_deviations"][0] >= 1
+    # Exactly zero where a cell's |u| is below the unanimous prompt's 1: the face.
+    assert eq.diagnostics["forced_zeros"] > 0
+    off_face = (np.abs(u) < 1) & ~np.eye(5, dtype=bool)[None]
+    assert np.all(eq.joint[off_face] == 0)
+
+
+def test_newton_reaches_a_dual_minimiser_at_infinity_geometrically(monkeypatch):
+    """Without the facial reduction the prompt multiplier must diverge; adaptive damping lets the
+    Newton steps grow it geometrically and still reach the face's CCE."""
+    from solvers import _cce_dual
+
+    u = near_duplicate_king_tensor(80, 500)
+    reduced = cce(koth_game(u), target="uniform")
+    monkeypatch.setattr(_cce_dual, "koth_face", lambda u, s: (s, tuple(np.zeros(n, bool) for n in u.shape)))
+    eq = cce(koth_game(u), target="uniform")
+    assert eq.diagnostics["converged"] and eq.diagnostics["forced_zeros"] == 0
+    assert eq.exploitability <= 1e-8
+    assert eq.steps <= 150
+    assert np.abs(eq.joint - reduced.joint).max() <= 1e-3
+
+
+def test_near_duplicate_cce_matches_cvxpy_and_dense_solver():
+    u = near_duplicate_king_tensor(6, 6)
+    game = koth_game(u)
+    eq = cce(game, target="uniform")
+    reference = cvxpy_max_entropy_cce(game.payoffs)
+
+    assert eq.exploitability <= 1e-9
+    assert eq.diagnostics["forced_zeros"] > 0
+    forced = eq.joint.ravel() == 0
+    assert reference[forced].sum() <= 1e-4  # cvxpy finds the same face up to its tolerance
+    assert abs(entropy(eq.joint.ravel()) - entropy(reference)) <= 2e-4
+    assert np.abs(eq.joint.ravel() - reference).sum() <= 1e-3
+
+    dense = cce(NormalFormGame(game.payoffs), target="uniform")
+    assert dense.diagnostics["forced_zeros"] == eq.diagnostics["forced_zeros"]
+    assert np.abs(dense.joint - eq.joint).max() <= 1e-9
+
+
 def test_custom_target_minimises_relative_entropy():
     rng = np.random.default_rng(5)
     game = NormalFormGame(rng.uniform(-1, 1, size=(3, 3, 4, 2)))
