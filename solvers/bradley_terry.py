@@ -18,6 +18,9 @@ import numpy as np
 
 ELO_SCALE = 400.0 / np.log(10.0)  # rating points per unit of natural-log strength
 ELO_ANCHOR = 1000.0
+# L2 penalty on log-strengths for callers to retry with when the plain MLE does not exist (a model
+# that never loses or never wins).
+FALLBACK_REGULARIZATION = 1e-2
 _MAX_STEP = 4.0
 
 

@@ -16,23 +16,17 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from solvers.bradley_terry import bradley_terry
+from solvers.bradley_terry import FALLBACK_REGULARIZATION, bradley_terry
 from solvers.cce import cce
+from solvers.equilibrium import EQUILIBRIUM_METHODS
 from solvers.games import KING, koth_game
 from solvers.nash import nash
 
-# method -> (solution concept, selection target); "bt" is Bradley-Terry on the tensor's battles.
-CLONE_METHODS = {
-    "ne": ("nash", "affinity"),
-    "cce": ("cce", "affinity"),
-    "ne-shannon": ("nash", "uniform"),
-    "cce-shannon": ("cce", "uniform"),
-}
+# The equilibrium methods (solvers.equilibrium); "bt" is Bradley-Terry on the tensor's battles.
+CLONE_METHODS = EQUILIBRIUM_METHODS
 METHOD_LABELS = {"bt": "BT", "ne": "NE", "cce": "CCE", "ne-shannon": "NE-Shannon", "cce-shannon": "CCE-Shannon"}
 VARIANTS = ("exact", "noisy")
 DEFAULT_TIE_TOL = 1e-4
-# L2 on log-strengths when the plain Bradley-Terry MLE does not exist (a model never loses or wins).
-BT_FALLBACK_REGULARIZATION = 1e-2
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,7 +168,7 @@ def solve_method(method: str, u_king) -> tuple[np.ndarray, float | None]:
         except ValueError as exc:
             if "does not exist" not in str(exc):
                 raise
-            fit = bradley_terry(a, b, o, num_models=u.shape[1], regularization=BT_FALLBACK_REGULARIZATION)
+            fit = bradley_terry(a, b, o, num_models=u.shape[1], regularization=FALLBACK_REGULARIZATION)
         return np.asarray(fit.ratings, dtype=np.float64), None
     if method not in CLONE_METHODS:
         raise ValueError(f"unknown method {method!r}; choose from bt, {', '.join(CLONE_METHODS)}")

@@ -6,6 +6,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Rating method -> (solution concept, selection target). ne / cce select by the clone-invariant
+# affinity entropy (paper Section 3.3); the -shannon variants start from the uniform target (classic
+# LLE / maximum-entropy CCE).
+EQUILIBRIUM_METHODS = {
+    "ne": ("nash", "affinity"),
+    "cce": ("cce", "affinity"),
+    "ne-shannon": ("nash", "uniform"),
+    "cce-shannon": ("cce", "uniform"),
+}
+
 
 @dataclass(frozen=True, eq=False)
 class Equilibrium:

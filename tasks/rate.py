@@ -12,20 +12,13 @@ from prefect.cache_policies import NONE
 
 import solvers
 import warehouse
+from solvers.bradley_terry import FALLBACK_REGULARIZATION
+from solvers.equilibrium import EQUILIBRIUM_METHODS
 from solvers.games import KING, KOTH_PLAYER_NAMES, REBEL
 from warehouse.ratings import EquilibriumRecord, MethodRatings, write_rate_run
 from warehouse.runs import RunRecord
 from warehouse.tensor import PayoffTensor
 
-# method -> (solution concept, selection target). ne/cce select by the clone-invariant affinity
-# entropy (paper Section 3.3); the -shannon variants start from the uniform target (classic LLE /
-# max-entropy CCE).
-EQUILIBRIUM_METHODS = {
-    "ne": ("nash", "affinity"),
-    "cce": ("cce", "affinity"),
-    "ne-shannon": ("nash", "uniform"),
-    "cce-shannon": ("cce", "uniform"),
-}
 METHODS = ("bt", *EQUILIBRIUM_METHODS)
 DEFAULT_METHODS = METHODS
 _VERSIONED = ("eqarena", "jax", "numpy", "duckdb", "prefect")
@@ -66,16 +59,13 @@ class Solved:
     diagnostics: dict = field(default_factory=dict)
 
 
-BT_FALLBACK_REGULARIZATION = 1e-2  # L2 on log-strengths when the plain MLE does not exist
-
-
 @task(name="rate_bradley_terry", cache_policy=NONE)
 def rate_bradley_terry(tensor: PayoffTensor, battles: dict[str, np.ndarray], bootstrap: int, seed: int) -> Solved:
     """Bradley-Terry on every ok judgment (a battle of model A vs B, A's score s in [-1, 1] counted as
     (1 + s) / 2 of a win), Elo scale (mean 1000) with percentile bootstrap confidence intervals.
 
     When the plain maximum-likelihood fit does not exist (a model never loses or never wins), a small
-    L2 penalty (BT_FALLBACK_REGULARIZATION) keeps it finite; the run records which was used."""
+    L2 penalty (solvers.bradley_terry.FALLBACK_REGULARIZATION) keeps it finite; the run records which was used."""
     start = time.perf_counter()
     args = (battles["model_a"], battles["model_b"], solvers.score_to_outcome(battles["score"]))
     options = dict(num_models=len(tensor.models), bootstrap=bootstrap, seed=seed)
@@ -85,7 +75,7 @@ def rate_bradley_terry(tensor: PayoffTensor, battles: dict[str, np.ndarray], boo
     except ValueError as exc:
         if "does not exist" not in str(exc):
             raise
-        regularization = BT_FALLBACK_REGULARIZATION
+        regularization = FALLBACK_REGULARIZATION
         fit = solvers.bradley_terry(*args, regularization=regularization, **options)
     ci_lo = None if fit.ci_lo is None else np.asarray(fit.ci_lo)
     ci_hi = None if fit.ci_hi is None else np.asarray(fit.ci_hi)
