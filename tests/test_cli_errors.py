@@ -73,6 +73,10 @@ CASES = [
     ("rate-which-dataset", ["rate", "--db", "{two}"], "choose one with --dataset"),
     ("report-unknown-run", ["report", "--run", "rate-nope", "--db", "{one}"], "rate-nope"),
     ("run-unknown-dataset", ["run", "-d", "no-such-dataset", "--db", "{one}"], "neither a bundled dataset"),
+    ("run-unknown-analysis", ["run", "--analyses", "clones,bogus", "--db", "{one}"], "unknown analysis bogus"),
+    ("analyze-unknown-run", ["analyze", "clones", "--run", "rate-nope", "--db", "{one}"],
+     "no finished rate run 'rate-nope'"),
+    ("analyze-bad-counts", ["analyze", "clones", "--n", "0,-5", "--db", "{one}"], "--n takes comma-separated"),
 ]
 
 
