@@ -16,6 +16,7 @@ from typing import Literal
 
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 import scipy.sparse
 import scipy.sparse.csgraph
@@ -314,33 +315,77 @@ def _component_optimum(k: np.ndarray, sizes: np.ndarray, p: float) -> tuple[np.n
 
 
 def _simplex_qp(q: np.ndarray) -> np.ndarray:
-    """argmin m^T Q m over the simplex for positive definite Q (primal active-set method)."""
+    """argmin m^T Q m over the simplex for positive definite Q: the p = 1 case of App. B.
+
+    Primal active-set method on a free set F, whose face minimiser is z / 1^T z with Q_FF z = 1.
+    Warm start: shrink F from all actions to the positive entries of z until z >= 0 (a feasible
+    face minimiser after a few solves, even when near clones crowd most actions out). Then F gains
+    the action whose gradient most undercuts the level on F, or loses the first action a step
+    towards the face minimiser drives to zero, until the KKT conditions hold. The Cholesky factor
+    of Q_FF gains one row per added action (O(|F|^2)) and is refactorised only on removals. Actions
+    off the support get exactly zero mass.
+    """
     n = len(q)
-    m = np.full(n, 1.0 / n)
-    free = np.ones(n, dtype=bool)
+    chol = np.zeros((n, n))  # chol[:s, :s]: lower Cholesky factor of Q_FF, rows in `free` order
+    free = np.arange(n)
+    try:
+        while True:
+            s = len(free)
+            chol[:s, :s] = np.linalg.cholesky(q[np.ix_(free, free)])
+            z = scipy.linalg.cho_solve((chol[:s, :s], True), np.ones(s), check_finite=False)
+            if np.all(z >= 0.0):
+                break
+            free = free[z > 0.0]  # 1^T z = 1^T Q_FF^-1 1 > 0: never empty
+    except np.linalg.LinAlgError:  # numerically singular: grow F from the best vertex instead
+        free = np.array([np.argmin(np.diag(q))])
+        chol[0, 0] = np.sqrt(q[free[0], free[0]])
+        z = np.ones(1)
+    factored = True  # False once Q_FF is numerically singular: LU solves from then on
+    m = np.zeros(n)
+    m[free] = z / z.sum()
+    free = free.tolist()
+    added = -1
     for _ in range(10 * n + 10):
-        idx = np.flatnonzero(free)
-        z = np.linalg.solve(q[np.ix_(idx, idx)], np.ones(len(idx)))
-        target = np.zeros(n)
-        target[idx] = z / z.sum()
-        if np.all(target[idx] >= 0.0):
-            m = target
-            grad = q @ m
+        s = len(free)
+        idx = np.asarray(free)
+        if factored:
+            z = scipy.linalg.cho_solve((chol[:s, :s], True), np.ones(s), check_finite=False)
+        else:
+            z = np.linalg.solve(q[np.ix_(idx, idx)], np.ones(s))
+        target = z / z.sum()
+        if np.all(target >= 0.0):
+            m = np.zeros(n)
+            m[idx] = target
+            grad = target @ q[idx]
             level = grad[idx].mean()
-            viol = np.where(free, np.inf, grad - level)
+            viol = grad - level
+            viol[idx] = np.inf
             j = int(np.argmin(viol))
             if viol[j] >= -1e-14 * max(1.0, abs(level)):
                 return m
-            free[j] = True
+            if factored:
+                row = scipy.linalg.solve_triangular(chol[:s, :s], q[idx, j], lower=True, check_finite=False)
+                pivot = q[j, j] - row @ row
+                factored = bool(pivot > 64 * np.finfo(float).eps * q[j, j])
+                chol[s, :s] = row
+                chol[s, s] = np.sqrt(max(pivot, 0.0))
+            free.append(j)
+            added = j
             continue
-        step_dir = target - m
-        blocking = np.flatnonzero(free & (target < 0.0))
-        ratios = m[blocking] / (m[blocking] - target[blocking])
-        j = int(np.argmin(ratios))
-        m = np.clip(m + ratios[j] * step_dir, 0.0, None)
-        m[blocking[j]] = 0.0
-        free[blocking[j]] = False
-        m /= m.sum()
+        mf = m[idx]
+        blocking = np.flatnonzero(target < 0.0)
+        ratios = mf[blocking] / (mf[blocking] - target[blocking])
+        b = int(blocking[np.argmin(ratios)])
+        if idx[b] == added and mf[b] == 0.0:
+            return m  # the added action's violation was at rounding level
+        mf = np.clip(mf + ratios.min() * (target - mf), 0.0, None)
+        mf[b] = 0.0
+        m = np.zeros(n)
+        m[idx] = mf / mf.sum()
+        del free[b]
+        added = -1
+        if factored:
+            chol[: s - 1, : s - 1] = np.linalg.cholesky(q[np.ix_(free, free)])
     raise RuntimeError("simplex QP active-set did not converge")
 
 

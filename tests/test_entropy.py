@@ -19,6 +19,7 @@ from solvers import (
     koth_game,
     shannon_entropy,
     strategic_dissimilarity,
+    synthetic_king_tensor,
     tsallis_entropy,
 )
 from solvers.entropy import _neighbour_pairs, affinity_target_value
@@ -215,6 +216,44 @@ def test_near_clones_target_matches_cvxpy(p):
     support = t > 1e-9
     assert np.ptp(grad[support]) < 1e-8
     assert np.all(grad[~support] <= grad[support].min() + 1e-8)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_many_noisy_near_clone_prompts_target_matches_cvxpy_and_kkt(seed):
+    """Hundreds of noisy copies of a few prompts: one large near-clone component per copied prompt,
+    whose optimum leaves many copies at exactly zero mass. Check against an independent cvxpy
+    solution of max H_a^1 over the simplex (App. B) and the first-order optimality conditions."""
+    rng = np.random.default_rng(seed)
+    base = synthetic_king_tensor(60, 5, seed=seed)
+    source = np.repeat(rng.choice(60, size=3, replace=False), 100)
+    noise = np.triu(rng.uniform(-0.01, 0.01, size=(len(source), 5, 5)), 1)
+    copies = np.clip(base[source] + noise - np.swapaxes(noise, 1, 2), -1.0, 1.0)
+    game = koth_game(np.concatenate([base, copies]))
+    rows = np.abs(game.u_king).reshape(len(game.u_king), -1)
+    assert len(np.unique(rows, axis=0)) == len(rows)  # no exact clones: the maximiser is unique
+    targets = affinity_targets(game)
+    for player, t in enumerate(targets):
+        k = affinity_kernel(game, player)
+        u = k / np.sqrt(np.sum(k**2, axis=0))[None, :]
+        # U = K diag(1/||K_:j||) has full column rank, so -H_a^1 = ||U x||^2 - 1 is strictly convex.
+        assert np.linalg.eigvalsh(u.T @ u)[0] > 1e-3
+        x = cp.Variable(len(t), nonneg=True)
+        problem = cp.Problem(cp.Minimize(cp.sum_squares(u @ x)), [cp.sum(x) == 1])
+        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        assert problem.status == cp.OPTIMAL
+        assert t.min() >= 0.0 and t.sum() == pytest.approx(1.0, abs=1e-12)
+        np.testing.assert_allclose(t, x.value, atol=1e-6)
+        value = float(affinity_entropy(t, k))
+        assert value == pytest.approx(1.0 - problem.value, abs=1e-10)
+        assert affinity_target_value(game, player) == pytest.approx(value, abs=1e-12)
+        grad = -2.0 * u.T @ (u @ t)
+        support = t > 0.0
+        assert np.ptp(grad[support]) < 1e-9
+        assert np.all(grad[~support] <= grad[support].min() + 1e-9)
+    t_prompt = targets[0]
+    near = affinity_kernel(game, 0)[np.ix_(source + 60, source + 60)]
+    assert np.any((near > 1e-6) & (near < 0.99))  # genuine near clones, not exact ones
+    assert np.count_nonzero(t_prompt[60:] == 0.0) >= 10  # exactly zero mass on crowded-out copies
 
 
 def test_koth_targets_at_scale_group_clones_without_a_dense_kernel():
