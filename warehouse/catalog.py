@@ -130,9 +130,10 @@ def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def choose_dataset(con: duckdb.DuckDBPyConnection, requested: str | None) -> str:
-    """`requested` if the warehouse holds it; with None, the warehouse's only dataset. LookupError
-    naming the datasets held otherwise."""
-    names = datasets(con)
+    """`requested` if the warehouse holds prompts or judgments of it; with None, the warehouse's only
+    such dataset. LookupError naming the datasets held otherwise."""
+    names = [r[0] for r in con.execute(
+        "SELECT dataset FROM prompts UNION SELECT dataset FROM judgments ORDER BY dataset").fetchall()]
     if requested is not None:
         if requested in names:
             return requested
