@@ -11,6 +11,8 @@ every accepted point decides when to stop.
 The branch starts at the unique point with lambda = 0 and cannot return there, so a point with
 lambda < 0 means the tracer jumped onto another branch: it stops with stop_reason "left_branch"
 (the caller may retrace with tighter step control).
+
+`BranchLimit` extrapolates the branch's end (lambda -> infinity) from its points at growing lambda.
 """
 
 from __future__ import annotations
@@ -122,3 +124,101 @@ def trace_branch(
 
 def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v)
+
+
+def log_fit(lams: np.ndarray, x1: np.ndarray, x2: np.ndarray, x3: np.ndarray) -> np.ndarray:
+    """Limits x* of x(lambda) = x* + (a + b log lambda) / lambda through (lams[k], x_k) (a linear solve)."""
+    lams = np.asarray(lams, dtype=np.float64)
+    scale = lams[-1] / lams  # columns rescaled so that they are of order one
+    basis = np.stack([np.ones(3), scale, scale * np.log(lams / lams[-1])], axis=1)
+    return np.linalg.solve(basis, np.stack([x1, x2, x3]))[0]
+
+
+def power_fit(lams: np.ndarray, x1: np.ndarray, x2: np.ndarray, x3: np.ndarray, max_alpha: float = 4.0) -> np.ndarray:
+    """Limits x* of x(lambda) = x* + a lambda^-alpha through (lams[k], x_k), fitted per component.
+
+    alpha solves (x3 - x2) / (x2 - x1) = (l3^-alpha - l2^-alpha) / (l2^-alpha - l1^-alpha) (bisection;
+    the right side falls from log(l3/l2) / log(l2/l1) at alpha -> 0 to 0). Components that do not
+    move monotonically, or slower than any power, keep x3.
+    """
+    l1, l2, l3 = (float(v) for v in lams)
+    d1, d2 = x2 - x1, x3 - x2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(np.abs(d1) > 1e-15, d2 / d1, np.nan)
+    fits = (ratio > 0.0) & (ratio < np.log(l3 / l2) / np.log(l2 / l1))
+    lo, hi = np.full(x1.shape, 1e-6), np.full(x1.shape, max_alpha)
+    for _ in range(50):
+        alpha = 0.5 * (lo + hi)
+        slower = (l3**-alpha - l2**-alpha) / (l2**-alpha - l1**-alpha) > ratio
+        lo, hi = np.where(slower, alpha, lo), np.where(slower, hi, alpha)
+    alpha = 0.5 * (lo + hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = d2 * l3**-alpha / (l3**-alpha - l2**-alpha)
+    return np.where(fits, x3 - tail, x3)
+
+
+
+class BranchLimit:
+    """The end of the branch estimated from its points at growing lambda.
+
+    On a degenerate game the branch creeps along its equilibrium face like a power of 1/lambda, with
+    log(lambda) factors when some actions tie without being played. Each time lambda has grown by
+    `spacing`, every probability is extrapolated by two models fitted through the points nearest
+    below lambda, lambda / spacing and lambda / spacing^2: x* + a lambda^-alpha (`power_fit`) and
+    x* + (a + b log lambda) / lambda (`log_fit`). Per probability, the model whose last two estimates
+    moved least gives the estimate; `change` is the L1 norm of those moves.
+    Points are added as the trace goes; one with lambda no larger than the last is skipped, and one
+    with lambda below half the last (the branch turned back) restarts the record.
+    """
+
+    fits = (power_fit, log_fit)
+
+    def __init__(self, spacing: float = np.sqrt(10.0)):
+        self.spacing = spacing
+        self.lams: list[float] = []
+        self.points: list[np.ndarray] = []
+        self.estimates: list[tuple[float, np.ndarray]] = []  # (lambda, one row per model)
+
+    def add(self, lam: float, x: np.ndarray) -> None:
+        if self.lams and lam < 0.5 * self.lams[-1]:
+            self.lams, self.points, self.estimates = [], [], []
+        if self.lams and lam <= self.lams[-1]:
+            return
+        self.lams.append(lam)
+        self.points.append(np.asarray(x, dtype=np.float64))
+        if self.estimates and lam < self.spacing * self.estimates[-1][0]:
+            return
+        picks = self._picks()
+        if picks is not None:
+            lams = np.asarray(self.lams)[picks]
+            points = [self.points[k] for k in picks]
+            self.estimates.append((lam, np.stack([fit(lams, *points) for fit in self.fits])))
+
+    @property
+    def change(self) -> float:
+        moves = self._moves()
+        return np.inf if moves is None else float(moves.min(axis=0).sum())
+
+    def estimate(self) -> np.ndarray | None:
+        """The last estimate (clipped to be non-negative), else the last point."""
+        moves = self._moves()
+        if moves is None:
+            return self.points[-1] if self.points else None
+        best = np.argmin(moves, axis=0)
+        return np.clip(self.estimates[-1][1][best, np.arange(best.size)], 0.0, None)
+
+    def _moves(self) -> np.ndarray | None:
+        if len(self.estimates) < 2:
+            return None
+        return np.abs(self.estimates[-1][1] - self.estimates[-2][1])
+
+    def _picks(self) -> list[int] | None:
+        """Indices of the points nearest below lambda, lambda / spacing, lambda / spacing^2 (oldest first)."""
+        lams = np.asarray(self.lams)
+        picks = [len(lams) - 1]
+        for _ in range(2):
+            k = int(np.searchsorted(lams, lams[picks[-1]] / self.spacing, side="right")) - 1
+            if k < 0 or k == picks[-1]:
+                return None
+            picks.append(k)
+        return picks[::-1]

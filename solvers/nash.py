@@ -5,9 +5,13 @@ end (lambda -> infinity) is the limiting logit equilibrium (LLE). With the unifo
 classic LLE (McKelvey & Palfrey; the "Shannon" variant); with the max-affinity-entropy target
 (`solvers.entropy.affinity_target`) it is invariant to cloned actions (paper Section 3.3).
 
-method="branch" follows the branch by pseudo-arclength continuation in log-probabilities and
-finishes with a Newton polish on the support read off the branch. method="anneal" is the paper's
-annealed QRE loss with Adam (Section 3.2, App. F), kept to reproduce it.
+method="branch" follows the branch by pseudo-arclength continuation in log-probabilities. Where the
+limit is an isolated equilibrium, a Newton polish on the support read off the branch finds it. On a
+degenerate game (a continuum of equilibria, common with payoffs on a coarse judgment grid) every
+point of the face the branch approaches is exact, so the first exact point is not the limit: the
+branch is followed until its extrapolated limit stops moving, and that limit is polished onto the
+equilibrium set. method="anneal" is the paper's annealed QRE loss with Adam (Section 3.2, App. F),
+kept to reproduce it.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from solvers._anneal import AnnealOptions, anneal
-from solvers._continuation import ContinuationOptions, trace_branch
+from solvers._continuation import BranchLimit, ContinuationOptions, trace_branch
 from solvers._logit import logit_system
-from solvers._polish import branch_supports, polish, values_function
+from solvers._polish import branch_supports, polish, project, values_function
 from solvers.entropy import DEFAULT_KERNEL_VARIANCE, DEFAULT_P, affinity_targets
 from solvers.equilibrium import Equilibrium
 from solvers.games import Game, KothGame, NormalFormGame
@@ -35,6 +39,23 @@ _MAX_POLISH_DISTANCE = 0.1
 # Each retrace (after a trace that left the branch or stalled) tightens the step control this much.
 _RETRACE_DISTANCE_FACTOR = 0.25
 _RETRACE_CONTRACTION_FACTOR = 0.6
+# On a degenerate game the trace stops once two successive estimates of the branch's limit (half a
+# decade of lambda apart) are this close (L1 over players), or at this lambda.
+_LIMIT_TOL = 1e-7
+_LIMIT_MAX_LAMBDA = 1e6
+# ... or once it crawls (rounding noise in the branch's equations grows with lambda and eventually
+# stalls the step control): this many accepted steps over which lambda stayed within this factor
+# and the marginals moved less than this (L1; a turning point of the branch moves them more).
+_LIMIT_CRAWL_STEPS = 200
+_LIMIT_CRAWL_RANGE = 1.1
+_LIMIT_CRAWL_MOVE = 1e-4
+# The limit estimate is polished on its best responses within each of these value gaps, and on the
+# actions whose probability exceeds each of these cut-offs; a polished point this close to the
+# estimate (or closer than ten times the estimate's last change) is preferred to the estimate.
+_PROJECTION_GAPS = (1e-9, 1e-7, 1e-5)
+_PROJECTION_CUTS = (1e-3, 1e-6, 1e-10)
+_PROJECTION_DISTANCE = 1e-6
+_MACHINE_EXACT = 1e-12
 
 
 def nash(
@@ -53,10 +74,12 @@ def nash(
     """The limiting logit equilibrium of `game` selected from `target`, with its ratings (eq. 1).
 
     target: "affinity" (t_i = argmax H_a^p, clone-invariant), "uniform" (classic LLE), or one
-    probability vector per player. method="branch" (default): continuation to exploitability <= `tol`
-    (a Newton polish on the branch's support is tried once the branch is `polish_from`-exact);
-    a trace that jumps off the branch (lambda < 0) or stalls above `tol` is retraced from the
-    start with tighter step control, up to `retraces` times; extra options are fields of
+    probability vector per player. method="branch" (default): continuation to the branch's limit,
+    returned with exploitability <= `tol` (a Newton polish on the branch's support is tried once the
+    branch is `polish_from`-exact; diagnostics["limit"] says how the limit was obtained: "isolated",
+    "extrapolated", "max_lambda" or "trace_stopped", the last two with `limit_change`, the estimate's
+    last move, as its accuracy); a trace that jumps off the branch (lambda < 0) or ends above `tol` is
+    retraced from the start with tighter step control, up to `retraces` times; extra options are fields of
     `ContinuationOptions`. method="anneal": the paper's schedule; extra
     options are fields of `AnnealOptions` (e.g. max_steps). backend: where the king-of-the-hill
     continuation runs its memory-bound contractions ("numpy": BLAS, no compilation; "jax": jitted).
@@ -184,82 +207,191 @@ def _branch_with_retraces(game, targets, tol, polish_from, backend, options: Con
 
 def _branch(game: Game, system, log_targets, tol: float, polish_from: float, backend: str,
             options: ContinuationOptions):
-    targets = [np.exp(t) for t in log_targets]
-    values_fn = values_function(game)
-    state = {"polished": None, "last_polish_lambda": 0.0, "polish_attempts": 0, "polish_iterations": 0,
-             "branch_exploitability": np.inf, "xs": None, "lambda": 0.0,
-             "candidate": None, "degenerate": None}
-
-    def monitor(z, evaluation) -> bool:
-        xs = [np.asarray(x, dtype=np.float64) for x in evaluation.marginals]
-        xs = [x / x.sum() for x in xs]
-        values = [np.asarray(v) for v in evaluation.values]
-        expl = float(sum(v.max() - v @ x for v, x in zip(values, xs)))
-        lam = float(z[-1])
-        state["xs"], state["branch_exploitability"], state["lambda"] = xs, expl, lam
-        if expl <= polish_from and lam >= 1.5 * state["last_polish_lambda"]:
-            state["last_polish_lambda"] = lam
-            tried = set()
-            for supports in _candidate_supports(values, lam):
-                key = tuple(tuple(s) for s in supports)
-                if key in tried:
-                    continue
-                tried.add(key)
-                state["polish_attempts"] += 1
-                polished, iterations, regular = polish(game, xs, supports)
-                state["polish_iterations"] += iterations
-                if polished is None:
-                    continue
-                polished_expl = float(sum(r.max() for r in _ratings(values_fn, polished)))
-                if polished_expl > min(tol, expl):
-                    continue
-                if not regular:  # a continuum of equilibria: keep following the branch
-                    state["degenerate"] = polished
-                    break
-                distance = sum(float(np.abs(a - b).sum()) for a, b in zip(polished, xs))
-                # Accept a polished point next to the branch, or one that a polish from an earlier,
-                # farther branch point reached too (both then converge to the same limit).
-                previous = state["candidate"]
-                again = (
-                    previous is not None
-                    and _same(polished, previous[0])
-                    and distance < previous[1]
-                    and distance <= _MAX_POLISH_DISTANCE
-                )
-                if distance <= max(1e-3, 20.0 * expl) or again:
-                    state["polished"] = polished
-                    state["polish_distance"] = distance
-                    return True
-                state["candidate"] = (polished, distance)
-                break
-        return expl <= tol
-
-    z, stats = trace_branch(system, system.start(log_targets), monitor, options)
-    if state["polished"] is None and state["branch_exploitability"] > tol and state["degenerate"] is not None:
-        # The branch could not be followed to `tol` (e.g. stuck at a bifurcation of a degenerate
-        # game): fall back to the exact equilibrium polished on the continuum it approaches.
-        state["polished"] = state["degenerate"]
-        state["polish_distance"] = sum(float(np.abs(a - b).sum()) for a, b in zip(state["degenerate"], state["xs"]))
-    xs = state["polished"] if state["polished"] is not None else state["xs"]
-    if xs is None:  # not a single accepted step
-        xs = [np.asarray(t) for t in targets]
-    info = {
-        "exploitability": float(sum(r.max() for r in _ratings(values_fn, xs))),
-        "steps": stats.steps,
-        "rejected_steps": stats.rejected,
-        "factorisations": stats.factorisations,
-        "chord_evaluations": stats.evaluations,
-        "arclength": stats.arclength,
-        "stop_reason": stats.stop_reason,
-        "lambda": float(z[-1]),
-        "branch_exploitability": state["branch_exploitability"],
-        "polished": state["polished"] is not None,
-        "degenerate": state["degenerate"] is not None,
-        "polish_attempts": state["polish_attempts"],
-        "polish_iterations": state["polish_iterations"],
-        "backend": backend if isinstance(game, KothGame) else "numpy",
-        "temperature": 1.0 / float(z[-1]) if z[-1] > 0 else None,
-    }
-    if state["polished"] is not None:
-        info["polish_distance"] = state["polish_distance"]
+    end = _BranchEnd(game, tol, polish_from)
+    z, stats = trace_branch(system, system.start(log_targets), end.monitor, options)
+    xs, info = end.result([np.exp(t) for t in log_targets], stats.stop_reason)
+    info.update(
+        steps=stats.steps,
+        rejected_steps=stats.rejected,
+        factorisations=stats.factorisations,
+        chord_evaluations=stats.evaluations,
+        arclength=stats.arclength,
+        stop_reason=stats.stop_reason,
+        backend=backend if isinstance(game, KothGame) else "numpy",
+    )
     return xs, info
+
+
+class _BranchEnd:
+    """The trace's monitor; picks the branch's end from what it saw.
+
+    A Newton polish on the support read off the branch is tried whenever lambda has grown by half since
+    the last try. A regular polished point (isolated and interior to its face) next to the branch is
+    the branch's unique limit and ends the trace. Otherwise (a degenerate game: the branch approaches
+    a continuum of equilibria and creeps along it) the trace goes on until the extrapolated limit
+    (`BranchLimit`) stops moving, and the end is that limit polished onto the equilibrium set.
+    """
+
+    def __init__(self, game: Game, tol: float, polish_from: float):
+        self.game, self.tol, self.polish_from = game, tol, polish_from
+        self.values_fn = values_function(game)
+        self.limit = BranchLimit()
+        self.xs, self.values, self.lam, self.expl = None, None, 0.0, np.inf
+        self.isolated, self.candidate, self.degenerate = None, None, None
+        self.last_polish_lambda, self.polish_attempts, self.polish_iterations = 0.0, 0, 0
+        self.window = None  # [accepted steps, lowest lambda, highest lambda, marginals] since it opened
+
+    def monitor(self, z, evaluation) -> bool:
+        xs = [np.asarray(x, dtype=np.float64) for x in evaluation.marginals]
+        self.xs = [x / x.sum() for x in xs]
+        self.values = [np.asarray(v) for v in evaluation.values]
+        self.expl = float(sum(v.max() - v @ x for v, x in zip(self.values, self.xs)))
+        self.lam = float(z[-1])
+        if self.expl > self.polish_from:
+            return False
+        if self.lam >= 1.5 * self.last_polish_lambda and self._polish_isolated():
+            return True
+        self.limit.add(self.lam, np.concatenate(self.xs))
+        if self._crawling():
+            return True
+        return self.expl <= self.tol and (self.limit.change <= _LIMIT_TOL or self.lam >= _LIMIT_MAX_LAMBDA)
+
+    def _crawling(self) -> bool:
+        window = self.window
+        if window is None or window[0] >= _LIMIT_CRAWL_STEPS:
+            self.window = [0, self.lam, self.lam, self.xs]
+            return False
+        window[0] += 1
+        window[1], window[2] = min(window[1], self.lam), max(window[2], self.lam)
+        if window[0] < _LIMIT_CRAWL_STEPS:
+            return False
+        return window[2] < _LIMIT_CRAWL_RANGE * window[1] and _distance(self.xs, window[3]) < _LIMIT_CRAWL_MOVE
+
+    def _polish_isolated(self) -> bool:
+        """Polish on the candidate supports; True when a regular polished point is taken for the end."""
+        self.last_polish_lambda = self.lam
+        tried = set()
+        for supports in _candidate_supports(self.values, self.lam):
+            key = tuple(tuple(s) for s in supports)
+            if key in tried:
+                continue
+            tried.add(key)
+            self.polish_attempts += 1
+            polished, iterations, regular = polish(self.game, self.xs, supports)
+            self.polish_iterations += iterations
+            if polished is None or self._exploitability(polished) > min(self.tol, self.expl):
+                continue
+            if not regular:  # a continuum of equilibria: keep following the branch
+                self.degenerate = polished
+                return False
+            distance = _distance(polished, self.xs)
+            # Accept a polished point next to the branch, or one that a polish from an earlier,
+            # farther branch point reached too (both then converge to the same limit).
+            previous = self.candidate
+            again = (
+                previous is not None
+                and _same(polished, previous[0])
+                and distance < previous[1]
+                and distance <= _MAX_POLISH_DISTANCE
+            )
+            if distance <= max(1e-3, 20.0 * self.expl) or again:
+                self.isolated = polished
+                return True
+            self.candidate = (polished, distance)
+            return False
+        return False
+
+    def _exploitability(self, xs) -> float:
+        return float(sum(r.max() for r in _ratings(self.values_fn, xs)))
+
+    def result(self, targets, stop_reason: str):
+        """(end point, diagnostics). After a trace that left the branch, its last point (for a retrace)."""
+        info = {"lambda": self.lam, "branch_exploitability": self.expl,
+                "temperature": 1.0 / self.lam if self.lam > 0 else None}
+        if self.isolated is not None:
+            xs = self.isolated
+            info.update(limit="isolated", polished=True, polish_distance=_distance(xs, self.xs))
+        elif self.xs is None:  # not a single accepted step
+            xs = [np.asarray(t) for t in targets]
+            info.update(limit="none", polished=False)
+        elif stop_reason == "left_branch":
+            xs = self.xs
+            info.update(limit="none", polished=False)
+        else:
+            xs, limit_info = self._limit_end()
+            info.update(limit_info)
+        info.update(
+            degenerate=self.degenerate is not None,
+            polish_attempts=self.polish_attempts,
+            polish_iterations=self.polish_iterations,
+            exploitability=self._exploitability(xs),
+        )
+        return xs, info
+
+    def _limit_end(self):
+        """The extrapolated limit polished onto the equilibrium set (or the exact point nearest to it)."""
+        sizes = [len(x) for x in self.xs]
+        estimate = _split(self.limit.estimate() if self.limit.points else np.concatenate(self.xs), sizes)
+        candidates = [(xs, True) for xs in self._projections(estimate)] + [(estimate, False), (self.xs, False)]
+        if self.degenerate is not None:
+            candidates.append((self.degenerate, True))
+        xs, polished, distance = self._pick(candidates, estimate)
+        if self.limit.change <= _LIMIT_TOL:
+            how = "extrapolated"
+        elif self.lam >= _LIMIT_MAX_LAMBDA:
+            how = "max_lambda"
+        else:
+            how = "trace_stopped"
+        change = self.limit.change
+        info = {"limit": how, "polished": polished, "limit_distance": distance,
+                "limit_change": change if np.isfinite(change) else None}
+        if polished:
+            info["polish_distance"] = _distance(xs, self.xs)
+        return xs, info
+
+    def _pick(self, candidates, estimate):
+        """(xs, polished, distance to the estimate) of the candidate taken for the end.
+
+        Polished points as close to the estimate as its own accuracy: the most exact, then the closest;
+        else the exact (<= tol) candidate closest to the estimate; else the least exploitable one.
+        """
+        scored = [(self._exploitability(xs), _distance(xs, estimate), xs, polished) for xs, polished in candidates]
+        exact = [c for c in scored if c[0] <= self.tol]
+        near = max(_PROJECTION_DISTANCE, 10.0 * self.limit.change)
+        preferred = [c for c in exact if c[3] and c[1] <= near]
+        if preferred:
+            best = min(preferred, key=lambda c: (c[0] > _MACHINE_EXACT, c[1]))
+        elif exact:
+            best = min(exact, key=lambda c: c[1])
+        else:
+            best = min(scored, key=lambda c: c[0])
+        return best[2], best[3], best[1]
+
+    def _projections(self, estimate):
+        """Polishes of `estimate` on supports read off it (its best responses within a few value gaps,
+        its probabilities above a few cut-offs) and on the supports read off the last branch point."""
+        gaps = [v.max() - v for v in self.values_fn(estimate)]
+        supports = [[np.flatnonzero(g <= gap) for g in gaps] for gap in _PROJECTION_GAPS]
+        supports += [[np.flatnonzero(x > cut) for x in estimate] for cut in _PROJECTION_CUTS]
+        supports += list(_candidate_supports(self.values, self.lam))
+        tried, out = set(), []
+        for support in supports:
+            key = tuple(tuple(s) for s in support)
+            if key in tried or any(len(s) == 0 for s in support):
+                continue
+            tried.add(key)
+            polished, iterations = project(self.game, estimate, support)
+            self.polish_attempts += 1
+            self.polish_iterations += iterations
+            if polished is not None:
+                out.append(polished)
+        return out
+
+
+def _distance(xs, ys) -> float:
+    return sum(float(np.abs(x - y).sum()) for x, y in zip(xs, ys))
+
+
+def _split(flat: np.ndarray, sizes) -> list[np.ndarray]:
+    parts = np.split(np.clip(flat, 0.0, None), np.cumsum(sizes)[:-1])
+    return [p / p.sum() for p in parts]

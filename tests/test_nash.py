@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import Equilibrium, NormalFormGame, deviation_gains, koth_game
+from solvers._continuation import BranchLimit
 from solvers._logit import KothLogitSystem
 from solvers.entropy import affinity_targets
 from solvers.nash import nash
@@ -267,6 +268,17 @@ def test_a_trace_that_jumps_off_the_branch_is_detected_and_retraced(grid_game_10
     assert default.diagnostics["retraces"] == 0 and default.exploitability <= 1e-6
     for x, y in zip(coarse.marginals, default.marginals):  # both traces end where the branch ends
         np.testing.assert_allclose(x, y, atol=1e-6)
+
+
+def test_branch_limit_extrapolates_power_and_log_tails():
+    """A branch creeping along a continuum of equilibria: its limit is extrapolated, not its last point."""
+    limit = np.array([0.2, 0.8])
+    limiter = BranchLimit()
+    for lam in np.geomspace(10.0, 1e6, 80):
+        limiter.add(lam, limit + np.array([3.0 * lam**-0.5, -(2.0 + np.log(lam)) / lam]))
+    np.testing.assert_allclose(limiter.estimate(), limit, atol=1e-10)
+    assert limiter.change < 1e-9
+    assert np.abs(limiter.points[-1] - limit).sum() > 1e-3
 
 
 # ---- API and properties ------------------------------------------------------------------------

@@ -19,10 +19,19 @@ def _random_king(rng, p, m, grid):
     return u - np.swapaxes(u, 1, 2)
 
 
-def gambit_lle(payoffs: np.ndarray) -> list[np.ndarray]:
-    """Gambit's logit-branch end point for a dense game (float payoff arrays, one per player)."""
+def _tied_king(rng, p, m, labels, probs=None):
+    """A king tensor with entries drawn from a judgment grid (`labels`, weights `probs`): many ties."""
+    u = np.triu(rng.choice(labels, size=(p, m, m), p=probs), 1)
+    return u - np.swapaxes(u, 1, 2)
+
+
+def gambit_lle(payoffs: np.ndarray, maxregret: float = 1e-8) -> list[np.ndarray]:
+    """Gambit's logit-branch end point for a dense game (float payoff arrays, one per player).
+
+    Gambit stops at the first point whose regret is below `maxregret` (relative to the payoff range).
+    """
     game = pygambit.StrategicGame.from_arrays(*[np.asarray(p, dtype=float) for p in payoffs])
-    result = pygambit.nash.logit_solve(game)
+    result = pygambit.nash.logit_solve(game, maxregret=maxregret)
     assert result.success
     profile = result.equilibrium
     return [np.array([float(profile[pl][s]) for s in game.get_strategies(pl)]) for pl in game.players]
@@ -76,3 +85,58 @@ def test_branch_is_followed_on_a_game_with_cloned_prompts():
     error = sum(float(np.abs(x - y).sum()) for x, y in zip(eq.marginals, reference))
     assert eq.exploitability <= 1e-6
     assert error <= 1e-2, f"L1 distance to Gambit {error:.3g}"
+
+
+FIVE = (-1.0, -0.5, 0.0, 0.5, 1.0)  # the five-label verdict grid
+THREE = (-1.0, 0.0, 1.0)  # three-class judges
+GRIDS = {  # name: (labels, their probabilities)
+    "five": (FIVE, None),
+    "five-mostly-ties": (FIVE, (0.05, 0.05, 0.8, 0.05, 0.05)),
+    "five-decisive": (FIVE, (0.4, 0.05, 0.1, 0.05, 0.4)),
+    "three": (THREE, None),
+}
+
+# Grid-payoff games with a continuum of equilibria, where the branch creeps along the face it reaches:
+# its first exact point (and a Newton polish from there) lies on that face but not at the branch's
+# limit (L1 1e-3 to 1e-1 from it).
+DEGENERATE = [
+    (10, 4, "five", 4),
+    (10, 4, "five-mostly-ties", 3),
+    (10, 4, "five-decisive", 2),
+    (10, 4, "five-decisive", 13),
+    (20, 5, "five-decisive", 25),
+    (10, 4, "three", 7),
+    (10, 4, "three", 12),
+    (10, 4, "three", 14),
+    (10, 4, "three", 25),
+    (10, 4, "three", 26),
+    (10, 4, "three", 37),
+    (20, 5, "three", 34),
+    (20, 5, "three", 39),
+    (30, 6, "three", 27),
+    (50, 8, "three", 4),
+]
+
+
+@pytest.mark.parametrize("p,m,grid,seed", DEGENERATE, ids=[f"{p}x{m}-{g}-{s}" for p, m, g, s in DEGENERATE])
+def test_branch_limit_matches_gambit_on_degenerate_games(p, m, grid, seed):
+    game = koth_game(_tied_king(np.random.default_rng(seed), p, m, *GRIDS[grid]))
+    eq = nash(game, "uniform")
+    assert eq.diagnostics["limit"] != "isolated"
+    # Gambit's own end creeps too: with a tight regret target it is close enough to the limit.
+    reference = gambit_lle(game.payoffs, maxregret=1e-10)
+    error = sum(float(np.abs(x - y).sum()) for x, y in zip(eq.marginals, reference))
+    assert eq.exploitability <= 1e-6
+    assert error <= 1e-3, f"L1 distance to Gambit {error:.3g} ({eq.diagnostics['limit']})"
+
+
+def test_an_indifferent_player_ends_at_its_target_share_not_at_the_first_exact_point():
+    """Prompt 8 and king 2 are pure in the limit and the rebel is indifferent: the logit branch
+    gives the rebel its target (uniform) in the limit, while every rebel mix is exact."""
+    game = koth_game(_random_king(np.random.default_rng(4), 10, 4, True))
+    eq = nash(game, "uniform")
+    np.testing.assert_allclose(eq.marginals[0], np.eye(10)[8], atol=1e-9)
+    np.testing.assert_allclose(eq.marginals[1], np.eye(4)[2], atol=1e-9)
+    np.testing.assert_allclose(eq.marginals[2], np.full(4, 0.25), atol=1e-7)
+    assert eq.exploitability <= 1e-12
+    assert eq.diagnostics["degenerate"]
