@@ -56,6 +56,10 @@ _PROJECTION_GAPS = (1e-9, 1e-7, 1e-5)
 _PROJECTION_CUTS = (1e-3, 1e-6, 1e-10)
 _PROJECTION_DISTANCE = 1e-6
 _MACHINE_EXACT = 1e-12
+# The affinity target may give actions exactly zero mass (near-clones, App. B); the logit branch needs
+# a strictly positive start, else those actions could never enter the equilibrium. They get this
+# share of uniform mass: far below anything a rating shows, but a finite log-probability.
+_TARGET_FLOOR = 1e-12
 
 
 def nash(
@@ -127,7 +131,8 @@ def _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, r
 def _resolve_targets(game: Game, target: Target, p: float, kernel_variance: float):
     if isinstance(target, str):
         if target == "affinity":
-            return affinity_targets(game, p=p, kernel_variance=kernel_variance), "affinity"
+            targets = affinity_targets(game, p=p, kernel_variance=kernel_variance)
+            return [(1.0 - _TARGET_FLOOR) * t + _TARGET_FLOOR / len(t) for t in targets], "affinity"
         if target == "uniform":
             return [np.full(n, 1.0 / n) for n in game.num_actions], "uniform"
         raise ValueError(f"target must be 'affinity', 'uniform' or one distribution per player; got {target!r}")
