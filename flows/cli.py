@@ -235,7 +235,7 @@ def run_command(
                                           "samples with each model as assistant A (paper: 4 + 4)."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Provider judge only: stop judging "
                                              "at this many USD."),
-    analyses: str = typer.Option("clones", "--analyses", help="Robustness analyses of the new ratings, "
+    analyses: str = typer.Option("clones,risk", "--analyses", help="Robustness analyses of the new ratings, "
                                  "comma-separated: clones (adversarial prompt copies), risk (risk dominance "
                                  "among many Nash equilibria), or none. See `eqarena analyze --help`."),
 ) -> None:

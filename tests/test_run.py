@@ -76,12 +76,12 @@ def test_demo_rates_all_models_and_prompts_with_exploitability(demo):
         "bt": (5, 0), "ne": (5, 80), "cce": (5, 80), "ne-shannon": (5, 80), "cce-shannon": (5, 80)}
     assert set(exploitability) == {"ne", "cce", "ne-shannon", "cce-shannon"}
     assert all(-1e-12 <= v <= 1e-5 for v in exploitability.values())
-    assert kinds == {"ingest": 1, "rate": 1, "clones": 1, "run": 1}
+    assert kinds == {"ingest": 1, "rate": 1, "clones": 1, "risk": 1, "run": 1}
     assert judge_calls == 0
 
 
 def test_demo_analyses_adversarial_clones(demo):
-    """The default analysis of the main job: exact copies of prompts adversarial to the top NE model
+    """The main job's clone analysis: exact copies of prompts adversarial to the top NE model
     leave the NE and CCE ranks as they were; Bradley-Terry's move (paper Section 4.2)."""
     tmp, stdout = demo
     con = warehouse.connect(tmp / "demo.duckdb", read_only=True)
@@ -105,7 +105,27 @@ def test_demo_analyses_adversarial_clones(demo):
     (report,) = (tmp / "out").glob("eqarena-rate-*.html")
     text = report.read_text(encoding="utf-8")
     assert '<section id="clones">' in text and 'data-figure="clone-ranks"' in text
-    assert '<section id="risk">' not in text
+
+
+def test_demo_analyses_risk_dominance(demo):
+    """The main job's risk analysis: the pure NEs, distinct NEs around the run's NE, its place by risk."""
+    tmp, stdout = demo
+    con = warehouse.connect(tmp / "demo.duckdb", read_only=True)
+    try:
+        (rate_run,) = con.execute("SELECT run_id FROM latest_rate_run").fetchall()[0]
+        (risk_run,) = con.execute("SELECT run_id FROM analysis_runs WHERE kind = 'risk' AND source_run_id = ?",
+                                  [rate_run]).fetchall()[0]
+        found, worst, selected = con.execute(
+            "SELECT count(*), max(exploitability), list(equilibrium) FILTER (WHERE is_selected) "
+            "FROM risk_dominance WHERE run_id = ?", [risk_run]).fetchall()[0]
+        pure = con.execute("SELECT count(*) FROM pure_nash_equilibria WHERE run_id = ?", [risk_run]).fetchall()[0][0]
+    finally:
+        con.close()
+    assert 16 <= found <= 128 and worst <= 1e-2 and selected == [0] and pure > 0
+    assert re.search(rf"{pure} pure-strategy Nash equilibria; {found} distinct Nash equilibria", stdout)
+    (report,) = (tmp / "out").glob("eqarena-rate-*.html")
+    text = report.read_text(encoding="utf-8")
+    assert '<section id="risk">' in text and f"of {found} Nash equilibria" in text
 
 
 def test_the_report_shows_exploitability(demo):

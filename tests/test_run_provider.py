@@ -69,3 +69,5 @@ def test_run_judges_rates_and_reports_with_a_provider(prefect_harness, tmp_path,
                      bootstrap=10)
     assert sum(server.counters.paid_samples.values()) == calls  # nothing judged twice
     assert again.rate_run_id != summary.rate_run_id
+    assert again.analyses["risk"] == ["risk analysis skipped: it starts from the run's NE (rate with --methods ne)"]
+    assert len(again.analyses["clones"]) == 2  # the target (top bt model), then the bt verdict
