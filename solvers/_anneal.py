@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from solvers._logit import koth_values
-from solvers.games import KothGame
+from solvers.games import KothGame, dense_action_values
 
 
 @dataclass(frozen=True)
@@ -35,23 +35,11 @@ class AnnealOptions:
     adam_eps: float = 1e-8
 
 
-def _dense_values(payoffs, xs):
-    n = len(xs)
-    values = []
-    for i in range(n):
-        t = payoffs[i]
-        for j in reversed(range(n)):
-            if j != i:
-                t = jnp.tensordot(t, xs[j], axes=([j], [0]))
-        values.append(t)
-    return values
-
-
 def _values(game_arrays, xs, kind: str):
     if kind == "koth":
         u, a = game_arrays
         return koth_values(u, a, xs[0], xs[1], xs[2])
-    return tuple(_dense_values(game_arrays[0], xs))
+    return tuple(dense_action_values(game_arrays[0], xs))
 
 
 def _loss(thetas, tau, game_arrays, log_t, kind):

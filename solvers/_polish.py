@@ -155,7 +155,6 @@ def _full_rank(jac: np.ndarray) -> bool:
 
 def _gauss_newton(payoffs: np.ndarray, sub, max_iterations: int, tol: float):
     """Minimum-norm Gauss-Newton on the support equations; returns (merged xs, iterations, converged)."""
-    n = len(sub)
     offsets = np.concatenate([[0], np.cumsum([len(x) for x in sub])]).astype(int)
     values, _ = dense_value_blocks(payoffs, sub)
     w = np.array([float(v @ x) for v, x in zip(values, sub)])

@@ -119,15 +119,19 @@ def action_values(game: Game, marginals: Sequence[Array]) -> list[jnp.ndarray]:
         rebel_off = -jnp.einsum("pij,p,i->j", u, xp, xk)
         rebel = rebel_off - xk * jnp.sum(xp)  # diagonal term: u_king(p,j,j) = 0, replaced by -1
         return [prompt, king, rebel]
-    payoffs = jnp.asarray(game.payoffs)
-    n = game.num_players
+    return dense_action_values(jnp.asarray(game.payoffs), [jnp.asarray(x) for x in marginals])
+
+
+def dense_action_values(payoffs: Array, marginals: Sequence[Array]) -> list[jnp.ndarray]:
+    """`action_values` of a dense game from its payoffs (N, A_1, ..., A_N); traceable by jax.jit."""
+    n = len(marginals)
     values = []
     for i in range(n):
         t = payoffs[i]
         # Contract every other player's axis, from the last axis down so indices stay valid.
         for j in reversed(range(n)):
             if j != i:
-                t = jnp.tensordot(t, jnp.asarray(marginals[j]), axes=([j], [0]))
+                t = jnp.tensordot(t, marginals[j], axes=([j], [0]))
         values.append(t)
     return values
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from solvers._logit import koth_values
 from solvers.equilibrium import Equilibrium
-from solvers.games import KING, Array, KothGame, NormalFormGame
+from solvers.games import KING, Array, KothGame, NormalFormGame, dense_action_values
 
 KingTensor = Union[Array, KothGame]  # u_king of shape (P, M, M), or the game holding it
 Stacked = tuple[np.ndarray, ...]  # one (K, A_i) array per player
@@ -367,15 +367,7 @@ def _mean_values(arrays, xbars):
     """u_i(., xbar_-i) per player: koth (arrays = (u, |u|)) or dense (arrays = (payoffs,))."""
     if len(arrays) == 2:
         return koth_values(arrays[0], arrays[1], *xbars)
-    payoffs, n = arrays[0], len(xbars)
-    values = []
-    for i in range(n):
-        t = payoffs[i]
-        for j in reversed(range(n)):
-            if j != i:
-                t = jnp.tensordot(t, xbars[j], axes=([j], [0]))
-        values.append(t)
-    return tuple(values)
+    return tuple(dense_action_values(arrays[0], xbars))
 
 
 def _prior_payoffs(arrays, xs, priors):

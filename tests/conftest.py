@@ -44,6 +44,43 @@ def source_data(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
+def held_warehouse(tmp_path: Path):
+    """(path, pid, release): a migrated warehouse that another process holds open for writing until
+    `release()` (or the test's end)."""
+    import subprocess
+    import sys
+
+    import warehouse
+
+    path = tmp_path / "held.duckdb"
+    warehouse.connect(path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1]); print('ready', flush=True); "
+                               "sys.stdin.readline()", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def release() -> None:
+        if holder.poll() is None:
+            holder.communicate("\n", timeout=60)
+
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        yield path, holder.pid, release
+    finally:
+        release()
+
+
+def query(db, sql: str, params=()) -> list[tuple]:
+    """Rows of a read-only query on warehouse `db`."""
+    import warehouse
+
+    con = warehouse.connect(db, read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """Path of a fresh (not yet created) warehouse file."""
     return tmp_path / "eqarena.duckdb"

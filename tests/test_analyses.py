@@ -11,6 +11,7 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 import pytest
+from conftest import query
 from typer.testing import CliRunner
 
 import warehouse
@@ -50,14 +51,6 @@ def risk(rated):
     return risk_flow(db=db, run_id=rate_run, num=16, seed=3)
 
 
-def _query(db, sql, params=()):
-    con = warehouse.connect(db, read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
-
-
 def _frame(db, sql, params=()):
     con = warehouse.connect(db, read_only=True)
     try:
@@ -79,19 +72,19 @@ def test_clone_rows_cover_every_variant_count_method_and_model(rated, clones):
     assert rows.filter(pl.col("method") == "bt")["exploitability"].null_count() == rows.filter(
         pl.col("method") == "bt").height
     assert rows.filter(pl.col("method") != "bt")["exploitability"].max() <= 1e-6
-    assert _query(db, "SELECT kind, parameters ->> 'source_run_id' FROM runs WHERE run_id = ?", [clones.run_id]) == [
+    assert query(db, "SELECT kind, parameters ->> 'source_run_id' FROM runs WHERE run_id = ?", [clones.run_id]) == [
         ("clones", rate_run)]
 
 
 def test_exact_copies_leave_ne_and_cce_ranks_and_move_bt(rated, clones):
     db, _ = rated
-    ranks = {(m, n): r for m, n, r in _query(
+    ranks = {(m, n): r for m, n, r in query(
         db, "SELECT method, n_clones, list(rank ORDER BY model_id) FROM clone_robustness "
             "WHERE run_id = ? AND variant = 'exact' GROUP BY ALL", [clones.run_id])}
     for method in ("ne", "cce"):
         assert ranks[(method, 40)] == ranks[(method, 80)] == ranks[(method, 0)]
     assert ranks[("bt", 80)] != ranks[("bt", 0)]
-    verdicts = dict(_query(db, "SELECT method, verdict FROM clone_verdicts WHERE run_id = ?", [clones.run_id]))
+    verdicts = dict(query(db, "SELECT method, verdict FROM clone_verdicts WHERE run_id = ?", [clones.run_id]))
     assert set(verdicts) == set(METHODS)
     assert verdicts["ne"].startswith("NE: exact: ranks unchanged up to 80 clones")
     assert re.match(r"BT: exact: gpt4 fell from 1 to \d", verdicts["bt"])
@@ -99,11 +92,11 @@ def test_exact_copies_leave_ne_and_cce_ranks_and_move_bt(rated, clones):
 
 def test_copies_are_named_and_never_enter_the_prompts_table(rated, clones):
     db, _ = rated
-    copies = _query(db, "SELECT draw, prompt_id, source_prompt_id FROM clone_prompts WHERE run_id = ? ORDER BY draw",
+    copies = query(db, "SELECT draw, prompt_id, source_prompt_id FROM clone_prompts WHERE run_id = ? ORDER BY draw",
                     [clones.run_id])
     assert [d for d, _, _ in copies] == list(range(1, 81))
     assert len({p for _, p, _ in copies}) == 80
-    prompts = {p for (p,) in _query(db, "SELECT prompt_id FROM prompts")}
+    prompts = {p for (p,) in query(db, "SELECT prompt_id FROM prompts")}
     assert len(prompts) == 80
     for _, prompt_id, source in copies:
         assert re.fullmatch(rf"clone:{re.escape(source)}:\d+", prompt_id) and source in prompts
@@ -115,13 +108,13 @@ def test_a_seed_reproduces_the_analysis(rated, clones):
     db, rate_run = rated
     again = clones_flow(db=db, run_id=rate_run, **SMALL)
     columns = "variant, n_clones, method, model_id, rank, rating"
-    first = _query(db, f"SELECT {columns} FROM clone_robustness WHERE run_id = ? ORDER BY ALL", [clones.run_id])
-    second = _query(db, f"SELECT {columns} FROM clone_robustness WHERE run_id = ? ORDER BY ALL", [again.run_id])
+    first = query(db, f"SELECT {columns} FROM clone_robustness WHERE run_id = ? ORDER BY ALL", [clones.run_id])
+    second = query(db, f"SELECT {columns} FROM clone_robustness WHERE run_id = ? ORDER BY ALL", [again.run_id])
     assert again.run_id != clones.run_id and first == second
     draws = "SELECT source_prompt_id FROM clone_prompts WHERE run_id = ? ORDER BY draw"
-    assert _query(db, draws, [clones.run_id]) == _query(db, draws, [again.run_id])
+    assert query(db, draws, [clones.run_id]) == query(db, draws, [again.run_id])
     other = clones_flow(db=db, run_id=rate_run, seed=1, ns_exact=[0, 80], ns_noisy=[0])
-    assert _query(db, draws, [other.run_id]) != _query(db, draws, [clones.run_id])
+    assert query(db, draws, [other.run_id]) != query(db, draws, [clones.run_id])
 
 
 def test_pure_nash_equilibria_match_brute_force(rated, risk):
@@ -138,7 +131,7 @@ def test_pure_nash_equilibria_match_brute_force(rated, risk):
         if (payoffs[0, a, k, r] >= payoffs[0, :, k, r].max() and payoffs[1, a, k, r] >= payoffs[1, a, :, r].max()
                 and payoffs[2, a, k, r] >= payoffs[2, a, k, :].max()):
             expected.add((game.prompts[a], game.models[k], game.models[r]))
-    stored = set(_query(db, "SELECT prompt_id, king, rebel FROM pure_nash_equilibria WHERE run_id = ?", [risk.run_id]))
+    stored = set(query(db, "SELECT prompt_id, king, rebel FROM pure_nash_equilibria WHERE run_id = ?", [risk.run_id]))
     assert stored == expected and len(stored) > 0
 
 
@@ -157,9 +150,9 @@ def test_risk_rows_rank_distinct_equilibria_with_the_selected_first(rated, risk)
         expected = [1 + int((rows[f"sum_{prior}"] > s).sum()) for s in rows[f"sum_{prior}"]]
         assert rows[f"rank_{prior}"].to_list() == expected
     # equilibrium 0 is the rate run's NE: same king marginal as stored by the rate run
-    selected = dict(_query(db, "SELECT action, mass FROM risk_equilibrium_ratings WHERE run_id = ? AND "
+    selected = dict(query(db, "SELECT action, mass FROM risk_equilibrium_ratings WHERE run_id = ? AND "
                                "equilibrium = 0 AND player = 'king'", [risk.run_id]))
-    stored = dict(_query(db, "SELECT action, mass FROM equilibrium_marginals WHERE run_id = ? AND method = 'ne' "
+    stored = dict(query(db, "SELECT action, mass FROM equilibrium_marginals WHERE run_id = ? AND method = 'ne' "
                              "AND player = 'king'", [rate_run]))
     assert selected.keys() == stored.keys()
     assert all(abs(selected[m] - stored[m]) < 1e-12 for m in stored)
@@ -169,7 +162,7 @@ def test_risk_rows_rank_distinct_equilibria_with_the_selected_first(rated, risk)
     ratings = np.array(wide["r"].to_list())
     gaps = np.abs(ratings[:, None, :] - ratings[None, :, :]).max(axis=2)
     assert gaps[~np.eye(k, dtype=bool)].min() > 1e-3
-    counts = _query(db, "SELECT player, count(*) FROM risk_equilibrium_ratings WHERE run_id = ? GROUP BY player",
+    counts = query(db, "SELECT player, count(*) FROM risk_equilibrium_ratings WHERE run_id = ? GROUP BY player",
                     [risk.run_id])
     assert dict(counts) == {"prompt": 80 * k, "king": 5 * k, "rebel": 5 * k}
 
@@ -206,8 +199,8 @@ def test_a_failed_write_leaves_nothing(rated):
             write_analysis(con, run, {"risk_dominance": good})
     finally:
         con.close()
-    assert _query(db, "SELECT count(*) FROM runs WHERE run_id = 'clones-broken'") == [(0,)]
-    assert _query(db, "SELECT count(*) FROM clone_verdicts WHERE run_id = 'clones-broken'") == [(0,)]
+    assert query(db, "SELECT count(*) FROM runs WHERE run_id = 'clones-broken'") == [(0,)]
+    assert query(db, "SELECT count(*) FROM clone_verdicts WHERE run_id = 'clones-broken'") == [(0,)]
 
 
 def test_analyze_clones_command(rated):
@@ -218,7 +211,7 @@ def test_analyze_clones_command(rated):
     assert result.exit_code == 0, result.output
     assert "NE: exact: ranks unchanged up to 20 clones" in result.stdout
     run_id = re.search(r"clones run (clones-\S+) \(of rate run " + re.escape(rate_run), result.stdout).group(1)
-    assert _query(db, "SELECT DISTINCT target FROM clone_robustness WHERE run_id = ?", [run_id]) == [("claude",)]
+    assert query(db, "SELECT DISTINCT target FROM clone_robustness WHERE run_id = ?", [run_id]) == [("claude",)]
     bad = runner.invoke(app, ["analyze", "clones", "--n", "0,many", "--db", db])
     assert bad.exit_code == 1
     assert bad.stderr.strip() == "error: --n takes comma-separated whole numbers, e.g. 0,250,500; got '0,many'"

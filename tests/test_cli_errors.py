@@ -129,19 +129,10 @@ def test_judge_and_rate_use_the_only_dataset_and_say_so(warehouses, tmp_path):
         "error: no judgments on dataset 'other' yet: ingest recorded judgments or run `eqarena judge`"]
 
 
-def test_warehouse_in_use_is_one_line(warehouses, tmp_path):
-    db = tmp_path / "held.duckdb"
-    warehouse.connect(db).close()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1]); print('ready', flush=True); "
-                               "sys.stdin.readline()", str(db)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
-        result = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", str(db)], warehouses, dict(os.environ))
-        _assert_one_line_error(result, f"database {db} is in use by process {holder.pid}")
-    finally:
-        holder.communicate("\n", timeout=60)
+def test_warehouse_in_use_is_one_line(warehouses, held_warehouse):
+    db, pid, _ = held_warehouse
+    result = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", str(db)], warehouses, dict(os.environ))
+    _assert_one_line_error(result, f"database {db} is in use by process {pid}")
 
 
 def warehouse_state(warehouses) -> dict:

@@ -14,7 +14,6 @@ import pytest
 from ingest_inputs import answer_record, question_record, read_lines, snapshot, write_arena_dir
 from typer.testing import CliRunner
 
-import warehouse
 from flows.cli import app
 
 runner = CliRunner()
@@ -179,19 +178,12 @@ def test_status_of_a_missing_warehouse(tmp_path):
     assert "does not exist yet" in error
 
 
-def test_second_writer_is_refused_in_one_line(db_path, prefect_harness):
-    warehouse.connect(db_path).close()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1]); print('ready', flush=True); "
-                               "sys.stdin.readline()", str(db_path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
-        expected = f"error: database {db_path} is in use by process {holder.pid}"
-        assert one_line_error(cli("ingest", "-d", "vicuna80", "--db", str(db_path))) == expected
-        assert one_line_error(cli("status", "--json", "--db", str(db_path))) == expected
-    finally:
-        holder.communicate("\n", timeout=60)
+def test_second_writer_is_refused_in_one_line(held_warehouse, prefect_harness):
+    db_path, pid, release = held_warehouse
+    expected = f"error: database {db_path} is in use by process {pid}"
+    assert one_line_error(cli("ingest", "-d", "vicuna80", "--db", str(db_path))) == expected
+    assert one_line_error(cli("status", "--json", "--db", str(db_path))) == expected
+    release()
     assert cli("ingest", "-d", "vicuna80", "--db", str(db_path)).exit_code == 0
 
 

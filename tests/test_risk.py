@@ -8,8 +8,15 @@ import time
 import numpy as np
 import pytest
 
-from solvers import NormalFormGame, chicken, deviation_gains, expected_payoffs, exploitability, koth_game
-from solvers import synthetic_king_tensor
+from solvers import (
+    NormalFormGame,
+    chicken,
+    deviation_gains,
+    expected_payoffs,
+    exploitability,
+    koth_game,
+    synthetic_king_tensor,
+)
 from solvers.nash import nash
 from solvers.risk import (
     distinct_equilibria,
