@@ -157,7 +157,6 @@ def power_fit(lams: np.ndarray, x1: np.ndarray, x2: np.ndarray, x3: np.ndarray, 
     return np.where(fits, x3 - tail, x3)
 
 
-
 class BranchLimit:
     """The end of the branch estimated from its points at growing lambda.
 
