@@ -56,14 +56,19 @@ def ingest(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Load prompts, answers (and recorded judgments) into the warehouse; idempotent, one transaction."""
-    from rich.console import Console
-    from rich.table import Table
-
     from flows.ingest import ingest_flow
 
     with quiet_prefect():
         summary = ingest_flow(dataset=dataset, replace=replace, db=str(db) if db else None, name=name)
-    table = Table(title=f"ingest {summary.dataset}", caption=f"from {summary.source}")
+    _print_changes("ingest", summary)
+
+
+def _print_changes(kind: str, summary) -> None:
+    """The per-table new / unchanged / changed counts of an ingest or import, and what changed."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{kind} {summary.dataset}", caption=f"from {summary.source}")
     for column in ("table", "new", "unchanged", "changed", "replaced"):
         table.add_column(column, justify="left" if column == "table" else "right")
     for t in summary.tables:
@@ -77,6 +82,68 @@ def ingest(
             typer.secho(f"{t.table}: {t.changed:,} changed, {action}: {keys}{more}", fg="yellow")
     typer.echo(f"{summary.dataset}: {summary.new:,} new, {summary.unchanged:,} unchanged, "
                f"{summary.changed:,} changed (run {summary.run_id})")
+
+
+_IMPORT_HELP = """Import judgments or scores made elsewhere (idempotent, one transaction; a bad row
+stops the import at its file:line and writes nothing).
+
+FORMAT is one of:
+
+- arena-hard-auto: model_judgment/<judge>/<model>.jsonl files (a file, a judge folder or model_judgment/);
+  both games against the baseline, verdict labels A>>B ... B>>A, judge arena-hard-auto:<judge>.
+
+- battles: Chatbot-Arena battle logs (JSON, JSONL, CSV, Parquet): model_a, model_b, winner, optional
+  question_id and turn.
+
+- pairwise: a long table (CSV, TSV, Parquet, JSONL, JSON): prompt_id, model_a, model_b, score in [-1, 1]
+  or verdict, optional judge, sample, prompt_text.
+
+- scores: per-prompt scores, long (prompt_id, model, score) or wide (prompt_id + a column per model);
+  payoff of a over b = clip((s_a - s_b) / scale, -1, 1) (--payoff sign: who scored higher).
+
+Then rate as usual, e.g. `eqarena rate --dataset NAME --missing impute` when pairs are sparse."""
+
+
+@app.command(name="import", help=_IMPORT_HELP)
+@cli_errors()
+def import_data(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="arena-hard-auto | battles | pairwise | scores"),
+    paths: list[Path] = typer.Argument(..., metavar="PATH...", help="Files (or, for arena-hard-auto, folders)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Dataset name (default: the folder "
+                                          "above model_judgment/ for arena-hard-auto, else the first file's name)."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Judge id for battles, pairwise rows without a "
+                                        "judge column, and scores (default: <format>:<file name>)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="arena-hard-auto v0.1 files: the baseline "
+                                           "model (default gpt-4-0314; v2.0 files name it)."),
+    payoff: str = typer.Option("clip-diff", "--payoff", help="scores: clip-diff or sign."),
+    scale: float = typer.Option(1.0, "--scale", help="scores: the score gap that counts as decisive "
+                                "(e.g. 100 for percentages)."),
+    replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    from tasks.importers.scores import PAYOFFS
+    from tasks.importing import FORMATS
+
+    with cli_errors(ValueError):
+        if fmt not in FORMATS:
+            raise ValueError(f"FORMAT must be one of {', '.join(FORMATS)}; got {fmt!r}")
+        if payoff not in PAYOFFS:
+            raise ValueError(f"--payoff must be one of {', '.join(PAYOFFS)}; got {payoff!r}")
+        if not scale > 0:
+            raise ValueError(f"--scale must be positive; got {scale}")
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise FileNotFoundError(f"{missing[0]}: no such file or directory")
+    from flows.importing import import_flow
+
+    with quiet_prefect():
+        result = import_flow(fmt=fmt, paths=[str(p) for p in paths], dataset=dataset, judge=judge,
+                             baseline=baseline, payoff=payoff, scale=scale, replace=replace,
+                             db=str(db) if db else None)
+    for note in result.notes:
+        typer.secho(f"note: {note}", fg="yellow", err=True)
+    _print_changes("import", result.summary)
+    typer.echo(f"judges: {', '.join(result.judges)}")
 
 
 @app.command()
@@ -123,7 +190,9 @@ _DATASET_HELP = "Dataset name in the warehouse (default: its only dataset, if it
 _METHODS_HELP = ("Comma-separated: bt (Bradley-Terry), ne, cce (affinity-entropy selected NE / CCE), "
                  "ne-shannon, cce-shannon (uniform target).")
 _MISSING_HELP = ("What to do with an incomplete tensor: refuse (default), drop-prompts (drop prompts with a "
-                 "missing cell) or drop-models (drop the models in most missing cells until complete).")
+                 "missing cell), drop-models (drop the models in most missing cells until complete) or impute "
+                 "(fill each missing cell with the pair's prompt-wise Bradley-Terry prediction; the report "
+                 "shows how much of each rating rests on imputed cells).")
 
 
 def _print_model_ratings(db: Optional[Path], run_id: str) -> None:
@@ -180,18 +249,24 @@ def rate(
     missing: str = typer.Option("refuse", "--missing", help=_MISSING_HELP),
     bootstrap: int = typer.Option(200, "--bootstrap", min=0, help="Bootstrap resamples for BT intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    orders: str = typer.Option("both", "--orders", help="both: a (prompt, pair) cell needs judgments with each "
+                               "model shown first (position balance); any: one order is enough (battle logs, "
+                               "whose positions were randomised)."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Rate models and prompts from stored judgments (BT, NE, CCE); writes ratings under a new run_id."""
     from flows.rate import rate_flow
-    from warehouse.tensor import IncompleteTensorError
+    from warehouse.tensor import ORDER_RULES, IncompleteTensorError
 
     chosen = _checked_options(methods, missing)
+    with cli_errors(ValueError):
+        if orders not in ORDER_RULES:
+            raise ValueError(f"--orders must be one of {', '.join(ORDER_RULES)}; got {orders!r}")
     judges = [j.strip() for item in (judge or []) for j in item.split(",") if j.strip()] or None
     dataset = _checked_dataset(dataset, db)
     with cli_errors(IncompleteTensorError, LookupError), quiet_prefect():
         result = rate_flow(db=str(db) if db else None, dataset=dataset, judges=judges, methods=chosen,
-                           missing=missing, bootstrap=bootstrap, seed=seed)
+                           missing=missing, bootstrap=bootstrap, seed=seed, orders=orders)
     typer.echo(f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
                f"{result.dropped}")
     _print_model_ratings(db, result.run_id)

@@ -45,18 +45,20 @@ def rate_flow(
     missing: str = "refuse",
     bootstrap: int = 200,
     seed: int = 0,
+    orders: str = "both",
 ) -> RateResult:
     """Rate the models and prompts of `dataset` from the judgments of `judges` (pooled; default: all
     judges present; `all-prd` = the five recorded PRD judges) by each of `methods`
-    (bt, ne, cce, ne-shannon, cce-shannon) and store everything under a new run_id."""
+    (bt, ne, cce, ne-shannon, cce-shannon) and store everything under a new run_id. `orders` "any"
+    counts a cell judged in one order only (battle logs with randomised positions)."""
     chosen = parse_methods(methods)
     run_id = new_run_id("rate")
     started = datetime.now(timezone.utc)
     parameters = {"dataset": dataset, "judges": judges or [], "methods": chosen, "missing": missing,
-                  "bootstrap": bootstrap, "seed": seed}
+                  "bootstrap": bootstrap, "seed": seed, "orders": orders}
     timings: dict[str, float] = {}
     t0 = perf_counter()
-    assembled = assemble(db, dataset, judges, missing)
+    assembled = assemble(db, dataset, judges, missing, orders)
     timings["assemble"] = perf_counter() - t0
     tensor = assembled.tensor
     parameters["judges"] = list(tensor.judges)

@@ -34,6 +34,8 @@ from solvers.bradley_terry import EloRatings, bradley_terry, online_elo, score_t
 from solvers.toy_games import chicken, rps, synthetic_king_tensor
 from solvers.clones import CloneOutcome, clone_experiment, clone_verdicts, dense_ranks, with_clones
 from solvers.risk import DiverseNash, RiskDominance, diverse_nash, pure_nash_equilibria, risk_dominance
+from solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
+from solvers.imputed_share import imputed_shares
 
 __all__ = [
     "Game",
@@ -75,4 +77,8 @@ __all__ = [
     "diverse_nash",
     "pure_nash_equilibria",
     "risk_dominance",
+    "ImputationError",
+    "ImputedTensor",
+    "impute_payoffs",
+    "imputed_shares",
 ]

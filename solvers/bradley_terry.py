@@ -208,6 +208,9 @@ def _check_identifiable(a, b, o, w, m) -> None:
         )
 
 
+_SOLVE_RIDGE = 1e-12
+
+
 def _fit(games, wins, regularization, tol, max_iter, strict=True):
     """Newton's method on the concave BT log-likelihood for a batch of (B, M, M) pair tables.
 
@@ -227,8 +230,9 @@ def _fit(games, wins, regularization, tol, max_iter, strict=True):
         grad = np.sum(s - g * p, axis=2) - regularization * theta
         c = g * p * (1.0 - p)
         hess = c - np.eye(m)[None] * np.sum(c, axis=2)[:, :, None] - regularization * np.eye(m)[None]
-        # Newton step in the sum-zero subspace: solve (-H + 11^T/m) delta = P grad.
-        system = -hess + np.outer(ones, ones)[None]
+        # Newton step in the sum-zero subspace: solve (-H + 11^T/m) delta = P grad. The tiny ridge
+        # keeps the system regular when a model has no battle (a bootstrap replicate of sparse data).
+        system = -hess + np.outer(ones, ones)[None] + _SOLVE_RIDGE * np.eye(m)[None]
         delta = np.linalg.solve(system, (grad @ projector)[:, :, None])[:, :, 0]
         delta = delta @ projector
         # Bounded Newton steps: the likelihood is concave, the bound only guards far-off starts.

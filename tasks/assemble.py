@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
 
 import warehouse
+from solvers.imputation import ImputationError, impute_payoffs
 from warehouse.tensor import (
     Dropped,
+    IncompleteTensorError,
     PayoffTensor,
     UnknownJudgeError,
     apply_missing_policy,
@@ -56,14 +58,33 @@ def expand_judges(dataset: str, available: list[str], requested: list[str] | Non
 
 
 @task(name="assemble_tensor", cache_policy=NONE)
-def assemble(db: str | None, dataset: str, judges: list[str] | None, missing: str = "refuse") -> Assembled:
-    """Position-balanced u_king and coverage for `judges` on `dataset`; applies the missing policy."""
+def assemble(db: str | None, dataset: str, judges: list[str] | None, missing: str = "refuse",
+             orders: str = "both") -> Assembled:
+    """Position-balanced u_king and coverage for `judges` on `dataset` (`orders`: "both" orders needed
+    per cell, or "any"); applies the missing policy."""
     con = warehouse.connect(db, read_only=True)
     try:
         chosen = expand_judges(dataset, available_judges(con, dataset), judges)
-        raw = assemble_tensor(con, dataset, chosen)
-        tensor, dropped = apply_missing_policy(raw, missing)
+        raw = assemble_tensor(con, dataset, chosen, orders=orders)
+        tensor, dropped = impute(raw) if missing == "impute" else apply_missing_policy(raw, missing)
         battles = read_battles(con, tensor)
     finally:
         con.close()
     return Assembled(raw=raw, tensor=tensor, dropped=dropped, battles=battles)
+
+
+def impute(raw: PayoffTensor) -> tuple[PayoffTensor, Dropped]:
+    """`--missing impute`: every uncovered cell gets the pair's prompt-wise Bradley-Terry prediction
+    (solvers.imputation); judged cells keep their means. The tensor is marked with what was imputed."""
+    P, M, _ = raw.shape
+    if P == 0 or M < 2:
+        apply_missing_policy(raw, "refuse")  # raises: a game needs a prompt and two models
+    try:
+        filled = impute_payoffs(raw.u_king, raw.covered, model_names=raw.models)
+    except ImputationError as exc:
+        raise IncompleteTensorError(f"--missing impute: {exc}") from None
+    imputed = np.asarray(filled.imputed, dtype=bool)
+    tensor = replace(raw, u_king=np.asarray(filled.u_king, dtype=np.float64),
+                     covered=np.ones_like(raw.covered), imputed=imputed)
+    cells = int((imputed & np.triu(np.ones((M, M), dtype=bool), k=1)[None]).sum())
+    return tensor, Dropped("impute", imputed_cells=cells, total_cells=P * M * (M - 1) // 2)

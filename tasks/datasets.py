@@ -25,8 +25,10 @@ class DatasetError(ValueError):
 
 @dataclass(frozen=True)
 class Prompt:
+    """A prompt; `text` is None when the source names the prompt only by id (imported judgments)."""
+
     prompt_id: str
-    text: str
+    text: str | None
     category: str | None = None
     cluster: str | None = None
 
@@ -41,7 +43,9 @@ class Response:
 
 @dataclass(frozen=True)
 class RecordedJudgment:
-    """A judgment made elsewhere and imported as is; score is from model_a's (assistant A's) side."""
+    """A judgment made elsewhere and imported as is; score is from model_a's (assistant A's) side.
+
+    status 'unparsed' (score None) records a judge output without a valid verdict label."""
 
     judge: str
     template_hash: str
@@ -49,9 +53,10 @@ class RecordedJudgment:
     model_a: str
     model_b: str
     sample_index: int
-    verdict: str
-    score: float
+    verdict: str | None
+    score: float | None
     raw_text: str | None = None
+    status: str = "ok"
 
 
 @dataclass(frozen=True)

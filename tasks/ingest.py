@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from dataclasses import replace as replace_fields
 from importlib import metadata
 from pathlib import Path
 from typing import Callable, Iterator
@@ -18,7 +19,16 @@ import warehouse
 from tasks.arena_hard import arena_hard_files, is_arena_hard_dir, read_arena_hard
 from tasks.bundled import bundle_files, is_bundle_dir, read_bundle, seed_dir, seed_names
 from tasks.datasets import Dataset, DatasetError, input_size, model_family, text_sha256
-from warehouse.catalog import JUDGMENTS, MODELS, PROMPTS, RESPONSES, TableChanges, transaction, write_rows
+from warehouse.catalog import (
+    JUDGMENTS,
+    MODELS,
+    PROMPT_PLACEHOLDERS,
+    PROMPTS,
+    RESPONSES,
+    TableChanges,
+    transaction,
+    write_rows,
+)
 from warehouse.runs import RunRecord, upsert_run
 
 LARGE_INPUT_BYTES = 1_000_000  # inputs at least this big get a progress bar (on a terminal)
@@ -86,18 +96,24 @@ def write_dataset(db: str | None, data: Dataset, replace: bool, run_id: str) -> 
     """Write prompts, models, responses and recorded judgments in one transaction (nothing on failure)."""
     name = data.name
     prompts = [{"dataset": name, "prompt_id": p.prompt_id, "category": p.category, "cluster": p.cluster,
-                "text": p.text} for p in data.prompts]
+                "text": p.text} for p in data.prompts if p.text is not None]
+    placeholders = [{"dataset": name, "prompt_id": p.prompt_id, "category": p.category, "cluster": p.cluster,
+                     "text": ""} for p in data.prompts if p.text is None]
     models = [{"model_id": m, "family": model_family(m)} for m in data.models]
     responses = [{"dataset": name, "prompt_id": r.prompt_id, "model_id": r.model_id,
                   "response_id": r.response_id, "text": r.text, "text_sha256": text_sha256(r.text)}
                  for r in data.responses]
     judgments = [{"judge": j.judge, "template_hash": j.template_hash, "dataset": name, "prompt_id": j.prompt_id,
-                  "model_a": j.model_a, "model_b": j.model_b, "sample_index": j.sample_index, "status": "ok",
+                  "model_a": j.model_a, "model_b": j.model_b, "sample_index": j.sample_index, "status": j.status,
                   "verdict": j.verdict, "score": j.score, "raw_text": j.raw_text, "run_id": run_id}
                  for j in data.judgments]
     with closing(warehouse.connect(db)) as con, transaction(con):
         tables = tuple(write_rows(con, spec, rows, replace=replace) for spec, rows in
                        ((PROMPTS, prompts), (MODELS, models), (RESPONSES, responses), (JUDGMENTS, judgments)))
+        if placeholders:
+            added = write_rows(con, PROMPT_PLACEHOLDERS, placeholders)
+            tables = (replace_fields(tables[0], new=tables[0].new + added.new,
+                                     unchanged=tables[0].unchanged + added.unchanged), *tables[1:])
     return IngestSummary(dataset=name, source=data.source, run_id=run_id, replace=replace, tables=tables)
 
 

@@ -15,6 +15,7 @@ import warehouse
 from solvers.bradley_terry import FALLBACK_REGULARIZATION
 from solvers.equilibrium import EQUILIBRIUM_METHODS
 from solvers.games import KING, KOTH_PLAYER_NAMES, REBEL
+from solvers.imputed_share import imputed_shares
 from warehouse.ratings import EquilibriumRecord, MethodRatings, write_rate_run
 from warehouse.runs import RunRecord
 from warehouse.tensor import PayoffTensor
@@ -107,8 +108,10 @@ def solve_equilibrium(tensor: PayoffTensor, method: str) -> Solved:
     delta = np.asarray(solvers.contributions(game, eq, KING, REBEL))
     seconds = time.perf_counter() - start
     actions = (tensor.prompts, tensor.models, tensor.models)
+    shares = (None,) * 3 if tensor.imputed is None else imputed_shares(tensor.imputed, eq.marginals, eq.joint)
     ratings = [
-        MethodRatings(method, name, acts, np.asarray(eq.ratings[k]), mass=np.asarray(eq.marginals[k]))
+        MethodRatings(method, name, acts, np.asarray(eq.ratings[k]), mass=np.asarray(eq.marginals[k]),
+                      imputed_share=shares[k])
         for k, (name, acts) in enumerate(zip(KOTH_PLAYER_NAMES, actions))
     ]
     record = EquilibriumRecord(

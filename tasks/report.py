@@ -258,15 +258,33 @@ def _coverage_section(d: ReportData) -> str:
     inputs = page.table(["judge", "status", "judgments"],
                     [[r["judge"], r["status"], r["judgments"]] for r in d.coverage["inputs"]], name_columns=2)
     dropped = d.coverage["dropped"]
-    drop_note = (f'<p class="note">{page.escape(d.run.get("message") or "")}</p>' if dropped
-                 else '<p class="note">Complete tensor: nothing dropped.</p>')
+    imputed = d.coverage.get("imputed_cells", 0)
+    drop_note = (f'<p class="note">{page.escape(d.run.get("message") or "")}</p>' if dropped or imputed
+                 else '<p class="note">Complete tensor: nothing dropped or imputed.</p>')
     drop_table = ""
     if dropped:
         drop_table = page.table(["dropped", "name", "missing cells"],
                             [[r["player"], r["action"], r["missing_cells"]] for r in dropped], name_columns=2)
     fig = page.figure(figures.data_uri(figures.coverage_heatmap(models, fraction)), "coverage",
                   "Share of prompts on which each model pair was judged in both orders")
-    return _section("coverage", inputs + drop_note + drop_table + fig)
+    return _section("coverage", inputs + drop_note + drop_table + _imputation_table(d) + fig)
+
+
+def _imputation_table(d: ReportData) -> str:
+    """Per model and equilibrium method: the share of its rating's deviation payoff on imputed cells."""
+    shares = d.coverage.get("imputed_shares", [])
+    if not d.coverage.get("imputed_cells", 0) or not shares:
+        return ""
+    methods = list(dict.fromkeys(r["method"] for r in shares))
+    by_model: dict[str, dict[str, float]] = {}
+    for r in shares:
+        by_model.setdefault(r["model_id"], {})[r["method"]] = r["imputed_share"]
+    rows = [[model, *(f"{values[m]:.0%}" if m in values else "" for m in methods)]
+            for model, values in by_model.items()]
+    note = ('<p class="note">How much of each model rating rests on imputed cells: the share of its '
+            "deviation payoff, weighted by the equilibrium's prompts and rebels, that comes from cells no judge "
+            "saw (0% = judged cells only). Bradley-Terry is fit on the judged battles alone.</p>")
+    return note + page.table(["model", *methods], rows)
 
 
 def render_html(d: ReportData) -> str:

@@ -290,7 +290,8 @@ def test_cli_reports_bad_input_in_one_line(prefect_harness, tmp_path):
     cases = {
         ("--dataset", "syn"): "error: judgments of j on 'syn' cover 10 of 12",
         ("--dataset", "syn", "--methods", "bt,elo"): "error: --methods: unknown method elo",
-        ("--dataset", "syn", "--missing", "zero"): "error: --missing must be one of refuse, drop-prompts, drop-models",
+        ("--dataset", "syn", "--missing", "zero"):
+            "error: --missing must be one of refuse, drop-prompts, drop-models, impute",
         ("--dataset", "syn", "--judge", "nobody"): "error: no judgments by judge nobody on dataset 'syn'",
     }
     for args, expected in cases.items():

@@ -163,8 +163,8 @@ def test_incomplete_tensor_is_refused_with_what_is_missing(con):
         apply_missing_policy(t, "refuse")
     message = str(err.value)
     assert "cover 23 of 30" in message and "7 missing on 3 prompt(s) (2, 3, 4)" in message
-    assert "--missing drop-prompts" in message and "--missing drop-models" in message
-    with pytest.raises(ValueError, match="--missing must be one of"):
+    assert "pass --missing impute, drop-prompts or drop-models" in message
+    with pytest.raises(ValueError, match="policy must be one of refuse, drop-prompts, drop-models"):
         apply_missing_policy(t, "zero-fill")
 
 
@@ -226,3 +226,37 @@ def test_battles_are_the_ok_judgments_behind_the_kept_tensor(con):
     np.add.at(sums, (battles["prompt"], battles["model_a"], battles["model_b"]), battles["score"])
     mean = np.divide(sums, kept.samples, out=np.zeros_like(sums), where=kept.samples > 0)
     np.testing.assert_allclose(0.5 * (mean - mean.swapaxes(1, 2)), kept.u_king, atol=1e-12)
+
+
+def test_orders_any_covers_cells_judged_in_one_order(con):
+    """--orders any: a one-order cell takes that order's mean (from i's side); two-order cells stay balanced."""
+    rng = np.random.default_rng(11)
+    prompts, models = ["1", "2", "3", "4"], ["alpha", "beta", "gamma"]
+    rows = _random_rows(rng, ["j"], prompts, models, drop=0.5, bad=0.0)
+    insert_judgments(con, rows)
+    balanced = assemble_tensor(con, DATASET, ["j"])
+    loose = assemble_tensor(con, DATASET, ["j"], orders="any")
+    means = defaultdict(list)
+    for r in rows:
+        means[(r.prompt_id, r.model_a, r.model_b)].append(r.score)
+    one_order = 0
+    for p, prompt in enumerate(loose.prompts):
+        for i, a in enumerate(loose.models):
+            for j, b in enumerate(loose.models):
+                if i == j:
+                    continue
+                fwd, rev = means.get((prompt, a, b)), means.get((prompt, b, a))
+                if fwd and rev:
+                    assert loose.u_king[p, i, j] == pytest.approx(balanced.u_king[p, i, j], abs=1e-12)
+                elif fwd or rev:
+                    one_order += 1
+                    expected = np.mean(fwd) if fwd else -np.mean(rev)
+                    assert loose.covered[p, i, j] and not balanced.covered[p, i, j]
+                    assert loose.u_king[p, i, j] == pytest.approx(expected, abs=1e-12)
+                else:
+                    assert not loose.covered[p, i, j] and np.isnan(loose.u_king[p, i, j])
+    assert one_order > 0
+    covered = loose.covered
+    np.testing.assert_array_equal(loose.u_king[covered], -np.swapaxes(loose.u_king, 1, 2)[covered])
+    with pytest.raises(ValueError, match="--orders must be one of both, any"):
+        assemble_tensor(con, DATASET, ["j"], orders="either")

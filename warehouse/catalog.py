@@ -54,6 +54,10 @@ JUDGMENTS = TableSpec(
     content=("status", "verdict", "score", "raw_text"),
     untracked=("run_id",),
 )
+# Prompts known only by id (imported judgments or scores without the prompt's text): inserted when
+# the dataset does not hold the prompt yet, never compared with or overwriting a stored text.
+PROMPT_PLACEHOLDERS = TableSpec(PROMPTS.table, PROMPTS.types, key=PROMPTS.key, content=(),
+                                untracked=PROMPTS.content)
 TABLES = {spec.table: spec for spec in (PROMPTS, MODELS, RESPONSES, JUDGMENTS)}
 
 
@@ -96,12 +100,12 @@ def write_rows(
                 [[row[c] for row in rows] for c in spec.columns])
     try:
         on_key = " AND ".join(f"t.{c} = s.{c}" for c in spec.key)
-        differs = " OR ".join(f"t.{c} IS DISTINCT FROM s.{c}" for c in spec.content)
+        differs = " OR ".join(f"t.{c} IS DISTINCT FROM s.{c}" for c in spec.content) or "FALSE"
         new, changed = con.execute(
             f"SELECT count(*) FILTER (WHERE t.{spec.key[0]} IS NULL), "
             f"count(*) FILTER (WHERE t.{spec.key[0]} IS NOT NULL AND ({differs})) "
             f"FROM {stage} s LEFT JOIN {spec.table} t ON {on_key}"
-        ).fetchone()
+        ).fetchall()[0]
         changed_keys = tuple(con.execute(
             f"SELECT {', '.join('s.' + c for c in spec.key)} FROM {stage} s JOIN {spec.table} t ON {on_key} "
             f"WHERE {differs} ORDER BY ALL LIMIT {MAX_REPORTED_KEYS}"
@@ -175,3 +179,12 @@ def read_models(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> l
 def _dicts(cursor: duckdb.DuckDBPyConnection) -> list[dict]:
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def judge_templates(con: duckdb.DuckDBPyConnection, dataset: str, judges: Sequence[str]) -> dict[str, list[str]]:
+    """The template hashes each of `judges` has judgments with on `dataset` (judges without any omitted)."""
+    rows = con.execute(
+        "SELECT judge, list(DISTINCT template_hash ORDER BY template_hash) FROM judgments "
+        "WHERE dataset = ? AND list_contains(?, judge) GROUP BY judge ORDER BY judge",
+        [dataset, list(judges)]).fetchall()
+    return {judge: list(hashes) for judge, hashes in rows}

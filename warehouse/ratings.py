@@ -29,6 +29,7 @@ class MethodRatings:
     mass: np.ndarray | None = None
     ci_lo: np.ndarray | None = None
     ci_hi: np.ndarray | None = None
+    imputed_share: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,6 +113,7 @@ def _write_payoffs(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTensor)
         "rebel": ("VARCHAR", models[j].tolist()),
         "u_king": ("DOUBLE", t.u_king[p, i, j].astype(float).tolist()),
         "samples": ("INTEGER", (t.samples[p, i, j] + t.samples[p, j, i]).astype(int).tolist()),
+        "imputed": ("BOOLEAN", ([False] * len(p) if t.imputed is None else t.imputed[p, i, j].tolist())),
     })
 
 
@@ -149,15 +151,16 @@ def _write_ratings(con: duckdb.DuckDBPyConnection, run_id: str, r: MethodRatings
     if rating.shape != (n,) or not np.all(np.isfinite(rating)):
         raise ValueError(f"{r.method} {r.player} ratings must be {n} finite numbers")
     values = ", ".join(f"unnest(${k}::{t}[]) AS {c}" for k, (c, t) in enumerate(
-        [("action", "VARCHAR"), ("rating", "DOUBLE"), ("mass", "DOUBLE"), ("ci_lo", "DOUBLE"), ("ci_hi", "DOUBLE")],
+        [("action", "VARCHAR"), ("rating", "DOUBLE"), ("mass", "DOUBLE"), ("ci_lo", "DOUBLE"), ("ci_hi", "DOUBLE"),
+         ("imputed_share", "DOUBLE")],
         start=3))
     con.execute(
-        f"INSERT INTO ratings (run_id, method, player, action, rating, rank, mass, ci_lo, ci_hi) "
+        f"INSERT INTO ratings (run_id, method, player, action, rating, rank, mass, ci_lo, ci_hi, imputed_share) "
         f"SELECT $1, $2, '{r.player}', action, rating, "
-        f"rank() OVER (ORDER BY round(rating, {RANK_DECIMALS}) DESC), mass, ci_lo, ci_hi "
+        f"rank() OVER (ORDER BY round(rating, {RANK_DECIMALS}) DESC), mass, ci_lo, ci_hi, imputed_share "
         f"FROM (SELECT {values})",
         [run_id, r.method, list(r.actions), rating.tolist(), _floats(r.mass, n), _floats(r.ci_lo, n),
-         _floats(r.ci_hi, n)],
+         _floats(r.ci_hi, n), _floats(r.imputed_share, n)],
     )
 
 
@@ -287,7 +290,8 @@ def read_contributions(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict
 
 
 def read_coverage(con: duckdb.DuckDBPyConnection, run_id: str) -> dict:
-    """Pair coverage rows, judgment counts by judge and status, and what was dropped."""
+    """Pair coverage rows, judgment counts by judge and status, what was dropped, and for an imputed
+    tensor the number of imputed cells and each model rating's imputed share (king, per method)."""
     return {
         "pairs": _dicts(con.execute(
             "SELECT model_a, model_b, prompts_total, prompts_covered FROM coverage WHERE run_id = ? "
@@ -296,6 +300,11 @@ def read_coverage(con: duckdb.DuckDBPyConnection, run_id: str) -> dict:
             "SELECT judge, status, judgments FROM run_inputs WHERE run_id = ? ORDER BY judge, status", [run_id])),
         "dropped": _dicts(con.execute(
             "SELECT player, action, missing_cells FROM dropped WHERE run_id = ? ORDER BY player, action", [run_id])),
+        "imputed_cells": con.execute("SELECT coalesce(max(imputed_cells), 0) FROM payoff_imputation "
+                                     "WHERE run_id = ?", [run_id]).fetchall()[0][0],
+        "imputed_shares": _dicts(con.execute(
+            "SELECT method, action AS model_id, imputed_share FROM ratings WHERE run_id = ? AND player = 'king' "
+            "AND imputed_share IS NOT NULL ORDER BY method, rank, action", [run_id])),
     }
 
 

@@ -1,8 +1,9 @@
 """SQL for `eqarena status`: row counts and judge coverage.
 
 Coverage of a judge: over every dataset the judge has judgments in, a *cell* is
-(prompt, model_a, model_b) with model_a != model_b, both models having a response in that dataset
-(so P x M x (M - 1) ordered cells per dataset). A cell is *complete* when the judge has at least one
+(prompt, model_a, model_b) with model_a != model_b, both models of that dataset (a model has a
+response in it, or a judgment: imported data may have no responses), so P x M x (M - 1) ordered
+cells per dataset. A cell is *complete* when the judge has at least one
 `ok` judgment of it, under any template. coverage = complete cells / all cells, summed over the
 judge's datasets. Position-balanced judging of every pair therefore gives 1.0; judging each model
 only against one baseline gives about 2 / M.
@@ -56,11 +57,19 @@ class WarehouseStatus:
         }
 
 
-_JUDGE_COVERAGE = """
-WITH dataset_sizes AS (
+_DATASET_MODELS = """
+dataset_models AS (
+    SELECT dataset, model_id FROM responses
+    UNION SELECT dataset, model_a FROM judgments
+    UNION SELECT dataset, model_b FROM judgments
+)"""
+
+_JUDGE_COVERAGE = f"""
+WITH {_DATASET_MODELS},
+dataset_sizes AS (
     SELECT p.dataset, p.n_prompts, coalesce(m.n_models, 0) AS n_models
     FROM (SELECT dataset, count(*) AS n_prompts FROM prompts GROUP BY dataset) p
-    LEFT JOIN (SELECT dataset, count(DISTINCT model_id) AS n_models FROM responses GROUP BY dataset) m
+    LEFT JOIN (SELECT dataset, count(*) AS n_models FROM dataset_models GROUP BY dataset) m
         USING (dataset)
 ),
 judge_datasets AS (SELECT DISTINCT judge, dataset FROM judgments),
@@ -76,8 +85,8 @@ complete AS (
         FROM judgments j
         JOIN prompts p ON p.dataset = j.dataset AND p.prompt_id = j.prompt_id
         WHERE j.status = 'ok'
-          AND EXISTS (SELECT 1 FROM responses r WHERE r.dataset = j.dataset AND r.model_id = j.model_a)
-          AND EXISTS (SELECT 1 FROM responses r WHERE r.dataset = j.dataset AND r.model_id = j.model_b)
+          AND EXISTS (SELECT 1 FROM dataset_models m WHERE m.dataset = j.dataset AND m.model_id = j.model_a)
+          AND EXISTS (SELECT 1 FROM dataset_models m WHERE m.dataset = j.dataset AND m.model_id = j.model_b)
     )
     GROUP BY judge
 ),
@@ -90,10 +99,11 @@ FROM counts c LEFT JOIN complete k USING (judge) LEFT JOIN cells x USING (judge)
 ORDER BY c.judge
 """
 
-_DATASET_COUNTS = """
+_DATASET_COUNTS = f"""
+WITH {_DATASET_MODELS}
 SELECT d.dataset,
        (SELECT count(*) FROM prompts p WHERE p.dataset = d.dataset),
-       (SELECT count(DISTINCT model_id) FROM responses r WHERE r.dataset = d.dataset),
+       (SELECT count(*) FROM dataset_models m WHERE m.dataset = d.dataset),
        (SELECT count(*) FROM responses r WHERE r.dataset = d.dataset),
        (SELECT count(*) FROM judgments j WHERE j.dataset = d.dataset)
 FROM (SELECT dataset FROM prompts UNION SELECT dataset FROM judgments) d

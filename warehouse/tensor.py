@@ -5,6 +5,9 @@ orders, with equal weight whatever each order's sample count, of the mean ok-sco
 of view in that order. With several judges, each judge's mean in an order counts equally.
 Antisymmetric by construction. A cell is covered when both orders have at least one ok judgment;
 uncovered cells are NaN in `u_king` and False in `covered`, never zero.
+
+With `orders="any"` (battle logs, whose positions the platform randomised, so no cell needs
+balancing) a cell judged in one order only is covered too, with that order's mean as u_king.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from dataclasses import dataclass, replace
 import duckdb
 import numpy as np
 
-MISSING_POLICIES = ("refuse", "drop-prompts", "drop-models")
+MISSING_POLICIES = ("refuse", "drop-prompts", "drop-models", "impute")
+DROP_POLICIES = MISSING_POLICIES[:3]
+ORDER_RULES = ("both", "any")
 
 
 class IncompleteTensorError(ValueError):
@@ -31,7 +36,8 @@ class PayoffTensor:
     """u_king[P, M, M] with its coverage mask and labels.
 
     `u_king` is NaN where `covered` is False; the diagonal is 0 and covered. `samples[p, i, j]` counts
-    the ok judgments with model i shown as assistant A and j as B on prompt p.
+    the ok judgments with model i shown as assistant A and j as B on prompt p. `imputed` (or None) marks
+    cells filled by `--missing impute` (covered, with 0 samples).
     """
 
     dataset: str
@@ -43,6 +49,7 @@ class PayoffTensor:
     samples: np.ndarray
     fingerprint: str
     inputs: tuple[tuple[str, str, int], ...] = ()  # (judge, status, judgment rows read)
+    imputed: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -72,18 +79,25 @@ class PayoffTensor:
             u_king=self.u_king[sub],
             covered=self.covered[sub],
             samples=self.samples[sub],
+            imputed=None if self.imputed is None else self.imputed[sub],
         )
 
 
 @dataclass(frozen=True)
 class Dropped:
-    """What a missing-data policy removed: (name, uncovered unordered-pair cells it was part of)."""
+    """What a missing-data policy removed: (name, uncovered unordered-pair cells it was part of), or
+    for `impute`, how many of the (prompt, unordered pair) cells it filled."""
 
     policy: str
     prompts: tuple[tuple[str, int], ...] = ()
     models: tuple[tuple[str, int], ...] = ()
+    imputed_cells: int = 0
+    total_cells: int = 0
 
     def summary(self) -> str:
+        if self.imputed_cells:
+            return (f"--missing impute filled {self.imputed_cells:,} of {self.total_cells:,} (prompt, model pair) "
+                    f"cells ({self.imputed_cells / self.total_cells:.1%}) with prompt-wise Bradley-Terry predictions")
         if not self.prompts and not self.models:
             return "nothing dropped (the tensor is complete)"
         parts = []
@@ -126,8 +140,11 @@ def assemble_tensor(
     judges: list[str] | tuple[str, ...],
     *,
     template_hash: str | None = None,
+    orders: str = "both",
 ) -> PayoffTensor:
     """Position-balanced u_king[P, M, M] and coverage mask for one judge or a pooled set.
+
+    `orders`: "both" (a cell needs ok judgments in both orders) or "any" (module docstring).
 
     The prompts are those of `dataset` (table prompts) plus any judged prompt; the models those with a
     response on it plus any judged model, so a model nobody judged shows up as uncovered.
@@ -136,6 +153,8 @@ def assemble_tensor(
     judges = tuple(dict.fromkeys(judges))
     if not judges:
         raise ValueError("at least one judge is required")
+    if orders not in ORDER_RULES:
+        raise ValueError(f"--orders must be one of {', '.join(ORDER_RULES)}; got {orders!r}")
     present = set(available_judges(con, dataset))
     absent = [j for j in judges if j not in present]
     if absent:
@@ -195,7 +214,10 @@ def assemble_tensor(
     samples[pi, ai, bi] = np.asarray(cells["n"], dtype=np.int64)
 
     # i's view: s(i as A) in the first order, -s(j as A) in the second; equal weight per order.
-    u_king = 0.5 * (order_mean - np.swapaxes(order_mean, 1, 2))
+    mirrored = np.swapaxes(order_mean, 1, 2)
+    u_king = 0.5 * (order_mean - mirrored)
+    if orders == "any":
+        u_king = np.where(np.isnan(mirrored), order_mean, np.where(np.isnan(order_mean), -mirrored, u_king))
     diagonal = np.eye(M, dtype=bool)[None]
     covered = ~np.isnan(u_king) | diagonal
     u_king = np.where(diagonal, 0.0, u_king)
@@ -217,9 +239,10 @@ def apply_missing_policy(tensor: PayoffTensor, policy: str = "refuse") -> tuple[
 
     drop-prompts: remove every prompt with an uncovered cell. drop-models: remove models one at a time,
     always the one in most uncovered cells (ties: alphabetical), until the rest is complete.
+    (`impute` fills cells with a model's predictions: tasks.assemble, not this function.)
     """
-    if policy not in MISSING_POLICIES:
-        raise ValueError(f"--missing must be one of {', '.join(MISSING_POLICIES)}; got {policy!r}")
+    if policy not in DROP_POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(DROP_POLICIES)}; got {policy!r}")
     P, M, _ = tensor.shape
     if P == 0 or M < 2:
         raise IncompleteTensorError(
@@ -239,7 +262,7 @@ def apply_missing_policy(tensor: PayoffTensor, policy: str = "refuse") -> tuple[
             f"{total - int(missing.sum())} of {total} (prompt, model pair) cells: "
             f"{int(missing.sum())} missing on {len(bad_prompts)} prompt(s) ({_listing(bad_prompts, 5)}) "
             f"involving {len(bad_models)} model(s) ({_listing(bad_models, 5)}); "
-            f"judge the missing cells or pass --missing drop-prompts or --missing drop-models")
+            f"judge the missing cells or pass --missing impute, drop-prompts or drop-models")
     if policy == "drop-prompts":
         keep = np.flatnonzero(per_prompt == 0)
         if keep.size == 0:

@@ -1,0 +1,266 @@
+"""The importers' readers (no warehouse): how each format maps to judgments, and bad rows named by
+file:line (or file: row N for Parquet)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tasks.datasets import DatasetError
+from tasks.importers.arena_hard_auto import default_dataset_name, read_arena_hard_judgments
+from tasks.importers.battles import read_battles
+from tasks.importers.pairwise import read_pairwise_table
+from tasks.importers.scores import payoff_template, read_score_table
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
+AHA_DIR = EXAMPLES / "tiny-bench" / "model_judgment"
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def by_key(judgments) -> dict:
+    return {(j.judge, j.prompt_id, j.model_a, j.model_b, j.sample_index): j for j in judgments}
+
+
+# ---- arena-hard-auto ------------------------------------------------------------------------------
+
+def test_arena_hard_auto_games_keep_order_and_labels():
+    imported = read_arena_hard_judgments([AHA_DIR], None, None)
+    data = imported.dataset
+    assert data.name == "tiny-bench"  # the folder above model_judgment/
+    assert default_dataset_name(AHA_DIR / "gpt-4o-2024-08-06" / "atlas-7b.jsonl") == "tiny-bench"
+    assert set(data.models) == {"gpt-4-0314", "atlas-7b", "borealis-13b", "cirrus-70b"}
+    assert len(data.judgments) == 3 * 8 * 2
+    judged = by_key(data.judgments)
+    line = json.loads((AHA_DIR / "gpt-4o-2024-08-06" / "borealis-13b.jsonl").read_text().splitlines()[2])
+    game1 = judged[("arena-hard-auto:gpt-4o-2024-08-06", line["question_id"], "gpt-4-0314", "borealis-13b", 0)]
+    game2 = judged[("arena-hard-auto:gpt-4o-2024-08-06", line["question_id"], "borealis-13b", "gpt-4-0314", 0)]
+    labels = {"A>>B": 1.0, "A>B": 0.5, "A=B": 0.0, "B>A": -0.5, "B>>A": -1.0}
+    assert (game1.verdict, game1.score) == (line["games"][0]["score"], labels[line["games"][0]["score"]])
+    assert (game2.verdict, game2.score) == (line["games"][1]["score"], labels[line["games"][1]["score"]])
+    assert game1.raw_text == line["games"][0]["judgment"]
+    assert game1.template_hash == "arena-hard-auto"
+    # The game without a label is kept as unparsed, with its text, never scored 0.
+    unparsed = [j for j in data.judgments if j.status == "unparsed"]
+    assert len(unparsed) == 1 and unparsed[0].score is None and unparsed[0].verdict is None
+    assert (unparsed[0].prompt_id, unparsed[0].model_a) == ("q05", "cirrus-70b")
+    assert "hard to compare" in unparsed[0].raw_text
+
+
+def test_arena_hard_auto_v2_layout_names_baseline_and_template(tmp_path):
+    system = "You are a fair judge. Compare the two answers."
+    game = {"score": "b < a", "judgment": {"answer": "... [[B<A]]"},
+            "prompt": [{"role": "system", "content": system}, {"role": "user", "content": "..."}]}
+    path = write_jsonl(tmp_path / "model-x.jsonl", [
+        {"uid": "u1", "category": "hard_prompt", "judge": "judge-y", "model": "model-x", "baseline": "o3-mini",
+         "games": [game, None]},
+    ])
+    imported = read_arena_hard_judgments([path], "bench", None)
+    (only,) = imported.dataset.judgments
+    assert (only.model_a, only.model_b, only.verdict, only.score) == ("o3-mini", "model-x", "A>B", 0.5)
+    assert only.judge == "arena-hard-auto:judge-y" and only.raw_text == "... [[B<A]]"
+    assert len(only.template_hash) == 16 and only.template_hash != "arena-hard-auto"
+    assert any("null" in note for note in imported.notes)
+
+
+def test_arena_hard_auto_baseline_option_and_self_games(tmp_path):
+    games = [{"score": "A>B", "judgment": "x"}, {"score": "B>A", "judgment": "y"}]
+    path = write_jsonl(tmp_path / "m.jsonl", [
+        {"question_id": 1, "model": "m", "judge": "j", "games": games},
+        {"question_id": 2, "model": "base", "judge": "j", "games": games},
+    ])
+    imported = read_arena_hard_judgments([path], "d", "base")
+    assert {(j.prompt_id, j.model_a, j.model_b) for j in imported.dataset.judgments} == {("1", "base", "m"),
+                                                                                         ("1", "m", "base")}
+    assert any("baseline against itself" in n for n in imported.notes)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("{not json", r"m\.jsonl:2: malformed JSON"),
+    ({"model": "m", "judge": "j", "games": []}, r"m\.jsonl:2: missing field question_id"),
+    ({"question_id": "q", "model": "m", "judge": "j", "games": "A>B"}, r"m\.jsonl:2: field games must be a list"),
+    ({"question_id": "q", "model": "m", "judge": "j", "games": [{"score": 3}]},
+     r"m\.jsonl:2: games\[0\]\.score must be a verdict label"),
+    ({"question_id": "q1", "model": "m", "judge": "j", "games": []},
+     r"m\.jsonl:2: duplicate judgment of 'm' on 'q1' by 'j' \(first at line 1\)"),
+])
+def test_arena_hard_auto_bad_lines(tmp_path, line, message):
+    good = {"question_id": "q1", "model": "m", "judge": "j", "games": [{"score": "A>B", "judgment": ""}]}
+    path = write_jsonl(tmp_path / "m.jsonl", [good, line])
+    with pytest.raises(DatasetError, match=message):
+        read_arena_hard_judgments([path], "d", None)
+
+
+# ---- battles ---------------------------------------------------------------------------------------
+
+def test_battles_sample_maps_winners_and_counts_samples():
+    data = read_battles([EXAMPLES / "battles.jsonl"], None, None).dataset
+    rows = [json.loads(line) for line in (EXAMPLES / "battles.jsonl").read_text().splitlines()]
+    assert data.name == "battles" and len(data.judgments) == len(rows)
+    winners = {"model_a": 1.0, "model_b": -1.0, "tie": 0.0, "tie (bothbad)": 0.0}
+    seen: dict[tuple, int] = {}
+    judged = by_key(data.judgments)
+    for row in rows:
+        key = (row["question_id"], row["model_a"], row["model_b"])
+        sample = seen.get(key, 0)
+        seen[key] = sample + 1
+        j = judged[("battles:battles", *key, sample)]
+        assert j.score == winners[row["winner"]]
+        assert json.loads(j.raw_text)["judge"] == row["judge"]  # the voter is kept, not the judge id
+    texts = {p.prompt_id: p.text for p in data.prompts}
+    assert texts["q01"] == "Write a haiku about autumn rain."
+
+
+def test_battles_without_question_id_pool_on_one_prompt_and_turns_split(tmp_path):
+    pooled = write_jsonl(tmp_path / "arena.jsonl", [
+        {"model_a": "x", "model_b": "y", "winner": "model_a"},
+        {"model_a": "x", "model_b": "y", "winner": "tie"},
+    ])
+    imported = read_battles([pooled], None, "arena-users")
+    assert {(j.prompt_id, j.sample_index, j.score, j.judge) for j in imported.dataset.judgments} == {
+        ("all", 0, 1.0, "arena-users"), ("all", 1, 0.0, "arena-users")}
+    assert "one prompt" in imported.notes[0]
+    turns = write_jsonl(tmp_path / "mt.jsonl", [
+        {"question_id": 81, "turn": 1, "model_a": "x", "model_b": "y", "winner": "model_b"},
+        {"question_id": 81, "turn": 2, "model_a": "x", "model_b": "y", "winner": "model_b"},
+    ])
+    assert {j.prompt_id for j in read_battles([turns], None, None).dataset.judgments} == {"81", "81#2"}
+
+
+def test_battles_json_array_and_parquet(tmp_path):
+    rows = [{"question_id": "a", "model_a": "x", "model_b": "y", "winner": "model_b"},
+            {"question_id": "a", "model_a": "y", "model_b": "x", "winner": "model_a"}]
+    array = tmp_path / "battles.json"
+    array.write_text(json.dumps(rows, indent=2))
+    parquet = tmp_path / "battles.parquet"
+    pl.DataFrame(rows).write_parquet(parquet)
+    for path in (array, parquet):
+        scores = sorted((j.model_a, j.score) for j in read_battles([path], "d", None).dataset.judgments)
+        assert scores == [("x", -1.0), ("y", 1.0)]
+
+
+def test_battle_errors_name_the_line_or_row(tmp_path):
+    rows = [{"question_id": "a", "model_a": "x", "model_b": "y", "winner": "model_a"},
+            {"question_id": "a", "model_a": "x", "model_b": "y", "winner": "left"}]
+    array = tmp_path / "battles.json"
+    array.write_text(json.dumps(rows, indent=2))
+    with pytest.raises(DatasetError, match=r"battles\.json:8: unknown verdict 'left'"):
+        read_battles([array], "d", None)
+    parquet = tmp_path / "battles.parquet"
+    pl.DataFrame(rows).write_parquet(parquet)
+    with pytest.raises(DatasetError, match=r"battles\.parquet: row 2: unknown verdict 'left'"):
+        read_battles([parquet], "d", None)
+    same = write_jsonl(tmp_path / "same.jsonl", [{"model_a": "x", "model_b": "x", "winner": "tie"}])
+    with pytest.raises(DatasetError, match=r"same\.jsonl:1: model_a and model_b are both 'x'"):
+        read_battles([same], "d", None)
+    columns = write_jsonl(tmp_path / "cols.jsonl", [{"model_a": "x", "model_b": "y", "result": "tie"}])
+    with pytest.raises(DatasetError, match=r"cols\.jsonl: missing column winner \(columns: model_a, model_b, "
+                                           r"result\)"):
+        read_battles([columns], "d", None)
+
+
+# ---- pairwise long table ---------------------------------------------------------------------------
+
+def test_pairwise_sample_reads_verdicts_judge_and_text():
+    data = read_pairwise_table([EXAMPLES / "pairwise.csv"], None, None).dataset
+    frame = pl.read_csv(EXAMPLES / "pairwise.csv", infer_schema=False)
+    assert data.name == "pairwise" and len(data.judgments) == frame.height
+    labels = {"A>>B": 1.0, "A>B": 0.5, "A=B": 0.0, "B>A": -0.5, "B>>A": -1.0}
+    judged = by_key(data.judgments)
+    for row in frame.iter_rows(named=True):
+        j = judged[(row["judge"], row["prompt_id"], row["model_a"], row["model_b"], int(row["sample"]))]
+        assert (j.verdict, j.score) == (row["verdict"], labels[row["verdict"]])
+    assert {p.prompt_id: p.text for p in data.prompts}["q05"] == "What is the derivative of x^x?"
+
+
+def test_pairwise_scores_ids_and_default_samples(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text("question_id,model_a,model_b,score\n007,x,y,0.25\n007,x,y,-1\n8,y,x,1\n")
+    data = read_pairwise_table([path], "d", None).dataset
+    assert sorted((j.prompt_id, j.model_a, j.sample_index, j.score, j.judge) for j in data.judgments) == [
+        ("007", "x", 0, 0.25, "imported:mine"), ("007", "x", 1, -1.0, "imported:mine"),
+        ("8", "y", 0, 1.0, "imported:mine")]
+
+
+@pytest.mark.parametrize("body, message", [
+    ("prompt_id,model_a,model_b,score\np,x,y,0.5\np,x,y,1.5\n", r"t\.csv:3: score 1\.5 is outside \[-1, 1\]"),
+    ("prompt_id,model_a,model_b,score\np,x,y,0.5\np,x,y,abc\n", r"t\.csv:3: score 'abc' is not a finite number"),
+    ("prompt_id,model_a,model_b,score\np,x,y,\n", r"t\.csv:2: empty score"),
+    ("prompt_id,model_a,model_b,verdict\np,x,y,A>B\np,x,y,A>>>B\n", r"t\.csv:3: unknown verdict 'A>>>B'"),
+    ("prompt_id,model_a,model_b,score\np,x,,0\n", r"t\.csv:2: empty model_b"),
+    ("prompt_id,model_a,model_b,score,sample\np,x,y,0,0\np,x,y,1,0\n",
+     r"t\.csv:3: duplicate judgment \(judge 'imported:t', prompt 'p', 'x' vs 'y', sample 0\) \(first at line 2\)"),
+    ("prompt_id,model_a,model_b,score,sample\np,x,y,0,-1\n", r"t\.csv:2: sample -1\.0 must be a non-negative"),
+    ("prompt_id,model_a,score\np,x,0\n", r"t\.csv: missing column model_b \(columns: prompt_id, model_a, score\)"),
+    ("prompt_id,model_a,model_b\np,x,y\n", r"t\.csv: missing column score or verdict"),
+    # A quoted cell spanning two lines pushes the next row's line number down.
+    ('prompt_id,model_a,model_b,score,prompt_text\np,x,y,0,"two\nlines"\np,x,y,2,z\n',
+     r"t\.csv:4: score 2\.0 is outside"),
+])
+def test_pairwise_bad_rows_name_file_and_line(tmp_path, body, message):
+    path = tmp_path / "t.csv"
+    path.write_text(body)
+    with pytest.raises(DatasetError, match=message):
+        read_pairwise_table([path], "d", None)
+
+
+def test_pairwise_jsonl_line_numbers_count_blank_lines(tmp_path):
+    path = write_jsonl(tmp_path / "t.jsonl", [{"prompt_id": "p", "model_a": "x", "model_b": "y", "score": 1}, "",
+                                              {"prompt_id": "p", "model_a": "x", "model_b": "y", "score": "high"}])
+    with pytest.raises(DatasetError, match=r"t\.jsonl:3: score 'high' is not a finite number"):
+        read_pairwise_table([path], "d", None)
+
+
+# ---- per-prompt scores -----------------------------------------------------------------------------
+
+def test_score_table_payoffs_are_clipped_differences():
+    imported = read_score_table([EXAMPLES / "scores.csv"], None, None)
+    data = imported.dataset
+    frame = pl.read_csv(EXAMPLES / "scores.csv", infer_schema=False)
+    models = [c for c in frame.columns if c != "prompt_id"]
+    judged = by_key(data.judgments)
+    expected = 0
+    for row in frame.iter_rows(named=True):
+        for a in models:
+            for b in models:
+                if a == b or not row[a] or not row[b]:
+                    continue
+                expected += 1
+                j = judged[("scores:scores", row["prompt_id"], a, b, 0)]
+                assert j.score == pytest.approx(max(-1.0, min(1.0, float(row[a]) - float(row[b]))), abs=1e-12)
+                assert j.template_hash == payoff_template("clip-diff", 1.0)
+    assert len(data.judgments) == expected == 8 * 12 - 2 * 6
+    assert any("2 empty score cell(s)" in n for n in imported.notes)
+
+
+def test_score_table_long_layout_sign_and_scale(tmp_path):
+    path = tmp_path / "bench.csv"
+    path.write_text("task,model,score\nt1,x,90\nt1,y,40\nt1,z,90\n")
+    clipped = by_key(read_score_table([path], "d", "b", "clip-diff", 100.0).dataset.judgments)
+    assert clipped[("b", "t1", "x", "y", 0)].score == pytest.approx(0.5)
+    assert clipped[("b", "t1", "y", "x", 0)].score == pytest.approx(-0.5)
+    assert clipped[("b", "t1", "x", "z", 0)].score == 0.0
+    signs = by_key(read_score_table([path], "d", "b", "sign", 1.0).dataset.judgments)
+    assert signs[("b", "t1", "y", "z", 0)].score == -1.0
+    assert signs[("b", "t1", "z", "y", 0)].template_hash == "scores:sign/scale=1"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("prompt_id,x,y\np1,0.5,0.2\np2,0.5,lots\n", r"s\.csv:3: y 'lots' is not a finite number"),
+    ("prompt_id,model,score\np1,x,1\np1,x,2\n", r"s\.csv:3: duplicate score of model 'x' on prompt 'p1' "
+                                                 r"\(first at line 2\)"),
+    ("name,x,y\np1,1,2\n", r"s\.csv: missing column prompt_id"),
+    ("prompt_id,x\np1,1\n", r"s\.csv: a wide score table needs a column per model"),
+    ("prompt_id,x,y\np1,1,\np2,,3\n", r"s\.csv: no prompt has scores of two models"),
+])
+def test_score_table_bad_rows(tmp_path, body, message):
+    path = tmp_path / "s.csv"
+    path.write_text(body)
+    with pytest.raises(DatasetError, match=message):
+        read_score_table([path], "d", None)
