@@ -76,3 +76,15 @@ def test_judge_on_a_dataset_without_answers_has_zero_coverage(db_path):
     con.close()
     assert found.as_json()["coverage"] == {"j": 0.0}
     assert found.judges[0].cells == 0
+
+
+def test_dataset_without_responses_counts_its_judged_models(db_path):
+    """Imported judgments come without answers: the judged models make the dataset's cells."""
+    con = warehouse.connect(db_path)
+    con.execute("INSERT INTO prompts (dataset, prompt_id, text) VALUES ('imp', 'p0', ''), ('imp', 'p1', '')")
+    insert_judgments(con, [judgment("j", "imp", "p0", "a", "b"), judgment("j", "imp", "p0", "b", "a"),
+                           judgment("j", "imp", "p1", "a", "c")])
+    found = warehouse_status(con)
+    con.close()
+    assert [(d.dataset, d.prompts, d.models, d.judgments) for d in found.datasets] == [("imp", 2, 3, 3)]
+    assert [(j.judge, j.complete_cells, j.cells) for j in found.judges] == [("j", 3, 2 * 3 * 2)]

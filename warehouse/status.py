@@ -1,9 +1,9 @@
 """SQL for `eqarena status`: row counts and judge coverage.
 
 Coverage of a judge: over every dataset the judge has judgments in, a *cell* is
-(prompt, model_a, model_b) with model_a != model_b, both models of that dataset (a model has a
-response in it, or a judgment: imported data may have no responses), so P x M x (M - 1) ordered
-cells per dataset. A cell is *complete* when the judge has at least one
+(prompt, model_a, model_b) with model_a != model_b, both models of that dataset (those with a
+response in it; for a dataset without responses, such as imported judgments, those judged in it), so
+P x M x (M - 1) ordered cells per dataset. A cell is *complete* when the judge has at least one
 `ok` judgment of it, under any template. coverage = complete cells / all cells, summed over the
 judge's datasets. Position-balanced judging of every pair therefore gives 1.0; judging each model
 only against one baseline gives about 2 / M.
@@ -60,8 +60,9 @@ class WarehouseStatus:
 _DATASET_MODELS = """
 dataset_models AS (
     SELECT dataset, model_id FROM responses
-    UNION SELECT dataset, model_a FROM judgments
-    UNION SELECT dataset, model_b FROM judgments
+    UNION SELECT dataset, m FROM (SELECT dataset, model_a AS m FROM judgments
+                                  UNION SELECT dataset, model_b FROM judgments)
+          WHERE dataset NOT IN (SELECT dataset FROM responses)
 )"""
 
 _JUDGE_COVERAGE = f"""
