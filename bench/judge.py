@@ -10,12 +10,25 @@
    commit per row, measured on a warehouse already holding `--existing` judgments.
 
     uv run python bench/judge.py [--rpm 600 3000] [--seconds 40] [--latency 0.2] [--concurrency 32]
+
+3. `--runner dask` (instead of 1 and 2): the judge flow runs a `--calls` (default 200) single-sample plan
+   on a 2-worker Dask LocalCluster (`--dask-workers`) against the fake server limited to `--dask-rpm`
+   (default 720) with the same `--rpm`, and, as the reference in the same run, the same plan on the
+   default asyncio runner. Reported per runner: calls planned, rows written, lost and duplicate
+   judgments (each planned (prompt, pair, order, sample) must be stored exactly once and paid once),
+   achieved successful calls per minute from the server's log vs the limit, 429s, the most requests the
+   server received in any 10 s against what the limit allows (+ its 1 s burst), and the wall time of
+   the flow (for dask including the cluster's start and stop).
+
+    uv run python bench/judge.py --runner dask [--calls 200] [--dask-rpm 720] [--dask-workers 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
+import os
 import sys
 import tempfile
 import time
@@ -24,12 +37,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # read when Prefect is first imported
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
+from fake_llm_server import FakeLLMServer, plant_dataset  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import warehouse  # noqa: E402
-from fake_llm_server import FakeLLMServer, plant_dataset  # noqa: E402
 from tasks.judge.providers import make_provider  # noqa: E402
 from tasks.judge.retries import RetryPolicy  # noqa: E402
 from tasks.judge.runner import JudgeRunner, RunLimits  # noqa: E402
@@ -102,7 +117,8 @@ def bench_rate_limits(rpms: list[float], seconds: float, latency: float, concurr
                                          calls=min(calls, 40 * concurrency), concurrency=concurrency))
         table.add_row(f"{rpm:,.0f}", f"{limited['ok']:,}", f"{limited['per_minute']:,.0f}",
                       f"{limited['per_minute'] / rpm:.1%}", f"{limited['steady_per_minute'] / rpm:.1%}",
-                      f"{limited['rate_limited']}", f"{free['steady_per_minute']:,.0f}", f"{limited['rows_per_s']:,.1f}", f"{limited['commits']:,}",
+                      f"{limited['rate_limited']}", f"{free['steady_per_minute']:,.0f}",
+                      f"{limited['rows_per_s']:,.1f}", f"{limited['commits']:,}",
                       f"{limited['write_s'] / limited['seconds']:.2%}")
     return table
 
@@ -138,6 +154,61 @@ def bench_writes(existing: int, rows: int, directory: Path) -> Table:
     return table
 
 
+def judge_flow_run(runner: str, calls: int, rpm: float, latency: float, concurrency: int, workers: int,
+                   directory: Path) -> dict:
+    """One judge flow run of a `calls`-call plan (5 models, 2 samples per order: 40 calls per prompt)."""
+    from itertools import permutations
+
+    from flows.judge import judge_flow
+
+    models = ["m1", "m2", "m3", "m4", "m5"]
+    prompts = [str(p) for p in range(1, calls // 40 + 1)]
+    db = directory / f"flow-{runner}.duckdb"
+    con = warehouse.connect(db)
+    plant_dataset(con, "bench", prompts, models)
+    con.close()
+    planned = {(p, a, b, k) for p in prompts for a, b in permutations(models, 2) for k in range(2)}
+    with FakeLLMServer({m: 0.0 for m in models}, latency_s=latency, rpm_limit=rpm, record_times=True) as server:
+        started = time.perf_counter()
+        out = judge_flow(judge=f"{JUDGE}@{server.openai_base_url}", dataset="bench", db=str(db), samples_per_order=2,
+                         multi_sample=False, rpm=rpm, concurrency=concurrency, retries=20, retry_wait=0.05,
+                         timeout=30.0, progress=False, runner=runner, dask_workers=workers)
+        wall = time.perf_counter() - started
+        seen = server.snapshot()
+    con = warehouse.connect(db, read_only=True)
+    keys = con.execute("SELECT prompt_id, model_a, model_b, sample_index FROM judgments WHERE judge = ? AND "
+                       "status = 'ok'", [JUDGE]).fetchall()
+    con.close()
+    ok = sorted(seen.success_times)
+    requests = sorted(seen.request_times)
+    most_10s = max(bisect.bisect_right(requests, t + 10.0) - i for i, t in enumerate(requests))
+    return {
+        "planned": out.plan["calls"], "rows": len(keys), "lost": len(planned - set(keys)),
+        "duplicates": len(keys) - len(set(keys)) + sum(n - 2 for n in seen.paid_samples.values() if n > 2),
+        "per_minute": 60.0 * (len(ok) - 1) / (ok[-1] - ok[0]), "rate_limited": seen.rate_limited,
+        "most_10s": most_10s, "wall": wall, "judging": out.stats.get("seconds", float("nan")),
+    }
+
+
+def bench_dask(calls: int, rpm: float, latency: float, concurrency: int, workers: int, directory: Path) -> Table:
+    from prefect.testing.utilities import prefect_test_harness
+
+    table = Table(title=f"judge flow, {calls}-call plan, fake server limited to {rpm:,.0f} calls/min "
+                        f"(--rpm {rpm:,.0f}), {latency * 1000:.0f} ms latency, concurrency {concurrency}")
+    for column in ("runner", "calls planned", "rows written", "lost", "duplicates", "achieved /min", "limit /min",
+                   "ratio", "429s", "most requests in 10 s (allowed)", "judging s", "wall s"):
+        table.add_column(column, justify="right")
+    allowed = rpm / 60.0 * 10.0 + max(1.0, rpm / 60.0)
+    with prefect_test_harness(server_startup_timeout=180):
+        for runner, label in (("dask", f"dask, {workers} workers"), ("asyncio", "asyncio (default, reference)")):
+            r = judge_flow_run(runner, calls, rpm, latency, concurrency, workers, directory)
+            table.add_row(label, f"{r['planned']}", f"{r['rows']}", f"{r['lost']}", f"{r['duplicates']}",
+                          f"{r['per_minute']:,.0f}", f"{rpm:,.0f}", f"{r['per_minute'] / rpm:.3f}",
+                          f"{r['rate_limited']}", f"{r['most_10s']} ({allowed:.0f})", f"{r['judging']:.1f}",
+                          f"{r['wall']:.1f}")
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rpm", type=float, nargs="+", default=[600.0, 3000.0])
@@ -146,8 +217,18 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--existing", type=int, default=200_000)
     parser.add_argument("--rows", type=int, default=2_000)
+    parser.add_argument("--runner", choices=("asyncio", "dask"), default="asyncio",
+                        help="dask: the Dask runner vs the default runner on one plan (section 3 above)")
+    parser.add_argument("--calls", type=int, default=200, help="--runner dask: calls in the plan (multiple of 40)")
+    parser.add_argument("--dask-rpm", type=float, default=720.0, help="--runner dask: server limit = --rpm")
+    parser.add_argument("--dask-workers", type=int, default=2)
     args = parser.parse_args()
     console = Console(width=150)
+    if args.runner == "dask":
+        with tempfile.TemporaryDirectory() as tmp:
+            console.print(bench_dask(args.calls, args.dask_rpm, args.latency, args.concurrency, args.dask_workers,
+                                     Path(tmp)))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         console.print(bench_rate_limits(args.rpm, args.seconds, args.latency, args.concurrency, Path(tmp)))
         console.print(bench_writes(args.existing, args.rows, Path(tmp)))

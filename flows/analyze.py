@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from time import perf_counter
 
-from prefect import flow
+from prefect import flow, get_run_logger
 
 from flows.rate import new_run_id
+from flows.run_context import current_flow_run_id
 from tasks.analysis_io import read_rate_game, read_selected_equilibrium, top_model, write_analysis_run
 from tasks.clone_analysis import CloneSettings, clone_frames, run_clone_experiment
 from tasks.rate import package_versions, parse_methods
@@ -45,7 +46,7 @@ def parse_analyses(analyses: str | list[str] | None) -> list[str]:
     return [a for a in ANALYSES if a in items]
 
 
-@flow(name="analyze-clones", log_prints=True)
+@flow(name="analyze-clones")
 def clones_flow(
     db: str | None = None,
     run_id: str | None = None,
@@ -73,6 +74,7 @@ def clones_flow(
     frames = clone_frames(game, settings, outcomes)
     solved = perf_counter() - t0
     run = RunRecord(
+        flow_run_id=current_flow_run_id(),
         run_id=new_run_id("clones"), kind="clones", started_at=started, finished_at=datetime.now(timezone.utc),
         parameters={"source_run_id": game.run_id, "dataset": game.dataset, "target": target, "lambda": settings.lam,
                     "seed": settings.seed, "ns_exact": list(settings.ns_exact), "ns_noisy": list(settings.ns_noisy),
@@ -82,11 +84,11 @@ def clones_flow(
     write_analysis_run(db, run, frames)
     summary += frames["clone_verdicts"]["verdict"].to_list()
     for line in summary:
-        print(line)
+        get_run_logger().info(line)
     return AnalysisResult(run.run_id, "clones", game.run_id, summary, perf_counter() - t0)
 
 
-@flow(name="analyze-risk", log_prints=True)
+@flow(name="analyze-risk")
 def risk_flow(
     db: str | None = None,
     run_id: str | None = None,
@@ -106,6 +108,7 @@ def risk_flow(
     findings = rank_risk(game, found, eta, steps)
     frames = risk_frames(game, pure, findings)
     run = RunRecord(
+        flow_run_id=current_flow_run_id(),
         run_id=new_run_id("risk"), kind="risk", started_at=started, finished_at=datetime.now(timezone.utc),
         parameters={"source_run_id": game.run_id, "dataset": game.dataset, "num": num, "seed": seed, "eta": eta,
                     "steps": steps, "equilibrium_tol": EQUILIBRIUM_TOL},
@@ -116,5 +119,5 @@ def risk_flow(
                f"equilibria with exploitability <= {EQUILIBRIUM_TOL:g} among {num} searched",
                risk_sentence(frames["risk_dominance"])]
     for line in summary:
-        print(line)
+        get_run_logger().info(line)
     return AnalysisResult(run.run_id, "risk", game.run_id, summary, perf_counter() - t0)

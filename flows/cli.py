@@ -189,6 +189,8 @@ def status(
 _DATASET_HELP = "Dataset name in the warehouse (default: its only dataset, if it holds exactly one)."
 _METHODS_HELP = ("Comma-separated: bt (Bradley-Terry), ne, cce (affinity-entropy selected NE / CCE), "
                  "ne-shannon, cce-shannon (uniform target).")
+_YES_HELP = ("Provider judge only: judge even when the plan's estimated cost is above $1 and no --max-cost "
+             "caps it (the plan is printed first either way).")
 _MISSING_HELP = ("What to do with an incomplete tensor: refuse (default), drop-prompts (drop prompts with a "
                  "missing cell), drop-models (drop the models in most missing cells until complete) or impute "
                  "(fill each missing cell with the pair's prompt-wise Bradley-Terry prediction; the report "
@@ -313,8 +315,10 @@ def run_command(
     analyses: str = typer.Option("clones,risk", "--analyses", help="Robustness analyses of the new ratings, "
                                  "comma-separated: clones (adversarial prompt copies), risk (risk dominance "
                                  "among many Nash equilibria), or none. See `eqarena analyze --help`."),
+    yes: bool = typer.Option(False, "--yes", "-y", help=_YES_HELP),
 ) -> None:
     """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
+    from flows.judge_plan import SpendNotConfirmed
     from flows.run import run_flow
     from tasks.judge.plan import PlanError
     from tasks.judge.pricing import PriceError
@@ -328,11 +332,11 @@ def run_command(
 
         chosen_analyses = parse_analyses(analyses)
     user_errors = (IncompleteTensorError, LookupError, JudgeSpecError, PriceError, PlanError, TemplateError,
-                   FatalProviderError)
+                   FatalProviderError, SpendNotConfirmed)
     with cli_errors(*user_errors), quiet_prefect():
         summary = run_flow(db=str(db) if db else None, out_dir=str(out), dataset=dataset, judge=judge,
                            methods=chosen, missing=missing, samples_per_order=samples_per_order,
-                           max_cost=max_cost, analyses=chosen_analyses)
+                           max_cost=max_cost, analyses=chosen_analyses, yes=yes)
     _print_model_ratings(db, summary.rate_run_id)
     for lines in summary.analyses.values():
         for line in lines:
@@ -340,6 +344,95 @@ def run_command(
     typer.echo(f"tensor: {summary.dropped}")
     typer.echo(f"DuckDB warehouse: {summary.db_path}  (e.g. SELECT * FROM latest_model_ratings)")
     typer.echo(f"HTML report:      {summary.report_path}")
+
+
+@app.command("refresh")
+@cli_errors()
+def refresh_command(
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    out: Path = typer.Option(Path("out"), "--out", help="Directory of the HTML report."),
+    dataset: str = typer.Option("vicuna80", "--dataset", "-d", help="Bundled dataset name or directory."),
+    judge: str = typer.Option("prd:gpt4", "--judge", "-j", help="prd:<judge> or all-prd (recorded PRD "
+                              "judgments), or a provider spec such as openai:MODEL (judges missing cells only)."),
+    methods: str = typer.Option("bt,ne,cce,ne-shannon,cce-shannon", "--methods", "-m", help=_METHODS_HELP),
+    missing: str = typer.Option("refuse", "--missing", help=_MISSING_HELP),
+    samples_per_order: int = typer.Option(4, "--samples-per-order", min=1, help="Provider judge only: "
+                                          "samples with each model as assistant A."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Provider judge only: stop judging "
+                                             "at this many USD."),
+    analyses: str = typer.Option("clones,risk", "--analyses", help="Analyses of a new rate run (clones, risk "
+                                 "or none)."),
+    wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to wait for another run writing the "
+                               "warehouse before giving up with 'warehouse busy' (default: do not wait)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help=_YES_HELP),
+) -> None:
+    """The main job, incrementally: only new prompts, models and missing judge cells are judged; ratings,
+    analyses and the report are recomputed only when their inputs changed. For schedules (see `serve`)."""
+    from flows.judge_plan import SpendNotConfirmed
+    from flows.refresh import refresh_flow, refresh_line
+    from tasks.judge.plan import PlanError
+    from tasks.judge.pricing import PriceError
+    from tasks.judge.providers import FatalProviderError, JudgeSpecError
+    from tasks.judge.templates import TemplateError
+    from warehouse.tensor import IncompleteTensorError
+    from warehouse.writer_lock import WarehouseBusyError
+
+    chosen = _checked_options(methods, missing)
+    with cli_errors(ValueError):
+        from flows.analyze import parse_analyses
+
+        chosen_analyses = parse_analyses(analyses)
+    user_errors = (IncompleteTensorError, LookupError, JudgeSpecError, PriceError, PlanError, TemplateError,
+                   FatalProviderError, WarehouseBusyError, SpendNotConfirmed)
+    with cli_errors(*user_errors), quiet_prefect():
+        summary = refresh_flow(db=str(db) if db else None, out_dir=str(out), dataset=dataset, judge=judge,
+                               methods=chosen, missing=missing, samples_per_order=samples_per_order,
+                               max_cost=max_cost, analyses=chosen_analyses, wait_s=wait, yes=yes)
+    if summary.new_rate_run:
+        _print_model_ratings(db, summary.rate_run_id)
+    typer.echo(refresh_line(summary))
+
+
+@app.command("serve")
+@cli_errors()
+def serve_command(
+    cron: str = typer.Option("0 3 * * *", "--cron", help="When to refresh (cron syntax, UTC), e.g. '0 3 * * *' "
+                             "for 03:00 every night."),
+    name: str = typer.Option("eqarena-refresh", "--name", help="Deployment name (trigger it with `prefect "
+                             "deployment run 'refresh/NAME'`)."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    out: Path = typer.Option(Path("out"), "--out", help="Directory of the HTML report."),
+    dataset: str = typer.Option("vicuna80", "--dataset", "-d", help="Bundled dataset name or directory."),
+    judge: str = typer.Option("prd:gpt4", "--judge", "-j", help="Recorded judge (prd:<judge>, all-prd) or a "
+                              "provider spec."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Provider judge only: USD cap per run."),
+    analyses: str = typer.Option("clones,risk", "--analyses", help="Analyses of a new rate run (clones, risk "
+                                 "or none)."),
+) -> None:
+    """Serve `refresh` as a Prefect deployment on this machine: runs on the --cron schedule and whenever it
+    is triggered from the Prefect UI or `prefect deployment run`; until stopped (Ctrl-C). Point
+    PREFECT_API_URL at a Prefect server (`prefect server start`) to keep runs, logs and schedules in its UI."""
+    from prefect.client.schemas.schedules import CronSchedule
+
+    from flows.prefect_api import TemporaryApiError, ensure_prefect_api
+    from flows.refresh import refresh_flow
+
+    with cli_errors(ValueError):
+        from flows.analyze import parse_analyses
+
+        chosen_analyses = parse_analyses(analyses)
+        try:
+            CronSchedule(cron=cron)
+        except ValueError:
+            raise ValueError(f"--cron {cron!r} is not a cron expression (e.g. '0 3 * * *')") from None
+    with cli_errors(TemporaryApiError):
+        if ensure_prefect_api():
+            typer.echo("no PREFECT_API_URL: serving with a temporary Prefect API that stops with this command "
+                       "(start `prefect server start` and set PREFECT_API_URL to keep runs and a UI)", err=True)
+    parameters = {"db": str(db) if db else None, "out_dir": str(out), "dataset": dataset, "judge": judge,
+                  "max_cost": max_cost, "analyses": chosen_analyses}
+    refresh_flow.serve(name=name, cron=cron, parameters=parameters,
+                       description=f"eqarena refresh of {dataset} by {judge}, scheduled '{cron}' (UTC)")
 
 
 @app.command("judge")
@@ -378,6 +471,14 @@ def judge_command(
     prices: Optional[Path] = typer.Option(None, "--prices", help="TOML price file overriding "
                                           "tasks/judge/prices.toml."),
     batch_poll: float = typer.Option(30.0, "--batch-poll", min=0, help="Seconds between batch status checks."),
+    runner: str = typer.Option("asyncio", "--runner", help="asyncio (default): calls from this process; dask: "
+                               "calls on Dask workers (prefect-dask), still one --rpm/--tpm limit for the whole "
+                               "run, rows written by this process."),
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="--runner dask: the scheduler of an "
+                                               "existing Dask cluster (tcp://HOST:PORT); its workers need the "
+                                               "API key in their own environment. Default: a local cluster."),
+    dask_workers: int = typer.Option(2, "--dask-workers", min=1, help="--runner dask without --dask-address: "
+                                     "worker processes of the local cluster."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Judge the missing (prompt, model pair, order, sample) cells with an LLM judge; resumable."""
@@ -406,7 +507,8 @@ def judge_command(
                 tpm=tpm, batch=batch, multi_sample=multi_sample, max_unparsed=max_unparsed, max_tokens=max_tokens,
                 temperature=temperature, retries=retries, retry_wait=retry_wait, timeout=timeout,
                 prices=str(prices) if prices else None, db=str(db) if db else None,
-                batch_poll_interval=batch_poll, progress=sys.stderr.isatty() and not as_json,
+                batch_poll_interval=batch_poll, progress=sys.stderr.isatty() and not as_json, runner=runner,
+                dask_address=dask_address, dask_workers=dask_workers,
             )
     if as_json:
         from dataclasses import asdict

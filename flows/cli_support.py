@@ -48,15 +48,26 @@ def release_frames(exc: BaseException) -> None:
 
 @contextmanager
 def quiet_prefect(level: int = logging.CRITICAL) -> Iterator[None]:
-    """Silence Prefect's own logging (run states, tracebacks of failed tasks) while a flow runs from the
-    command line; the command prints its own summary or one-line error."""
-    logger = logging.getLogger("prefect")
-    before = logger.level
-    logger.setLevel(level)
+    """Keep Prefect's console output (run states, tracebacks of failed tasks) off the terminal while a
+    flow runs from the command line: the command prints its own summary or one-line error. Flow-run
+    logs still reach the Prefect API (its handler is not the console's), so the UI shows them. Flows
+    report to the configured Prefect API, else to a temporary one that stops with the command
+    (flows/prefect_api.py)."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    from flows.prefect_api import TemporaryApiError, ensure_prefect_api
+
+    consoles = [h for h in logging.getLogger().handlers if isinstance(h, PrefectConsoleHandler)]
+    before = [h.level for h in consoles]
+    for handler in consoles:
+        handler.setLevel(level)
     try:
+        with cli_errors(TemporaryApiError):
+            ensure_prefect_api()
         yield
     finally:
-        logger.setLevel(before)
-        # The temporary Prefect server, if one was started, is stopped (and says so) at exit; atexit
-        # runs handlers last-in first-out, so this one silences that message first.
-        atexit.register(logger.setLevel, level)
+        for handler, old_level in zip(consoles, before):
+            handler.setLevel(old_level)
+            # Prefect reports from its exit handlers too (a temporary server stopping); atexit runs
+            # handlers last-in first-out, so this one silences them first.
+            atexit.register(handler.setLevel, level)

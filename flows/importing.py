@@ -12,6 +12,7 @@ from time import perf_counter
 from prefect import flow
 
 from flows.ingest import new_run_id
+from flows.run_context import current_flow_run_id
 from tasks.importing import ImportOptions, check_score_judges, read_import
 from tasks.ingest import IngestSummary, package_versions, record_run, write_dataset
 from warehouse.runs import RunRecord
@@ -43,11 +44,12 @@ def import_flow(
     still recorded as failed.
     """
     options = ImportOptions(dataset=dataset, judge=judge, baseline=baseline, payoff=payoff, scale=scale)
-    run = RunRecord(run_id=new_run_id("import"), kind="import", status="running",
-                    started_at=datetime.now(timezone.utc),
-                    parameters={"format": fmt, "paths": paths, "dataset": dataset, "judge": judge,
-                                "baseline": baseline, "payoff": payoff, "scale": scale, "replace": replace},
-                    versions=package_versions())
+    run = RunRecord(
+        flow_run_id=current_flow_run_id(), run_id=new_run_id("import"), kind="import", status="running",
+        started_at=datetime.now(timezone.utc),
+        parameters={"format": fmt, "paths": paths, "dataset": dataset, "judge": judge,
+                    "baseline": baseline, "payoff": payoff, "scale": scale, "replace": replace},
+        versions=package_versions())
     record_run(db, run)
     timings: dict[str, float] = {}
     try:

@@ -10,6 +10,7 @@ from time import perf_counter
 
 from prefect import flow
 
+from flows.run_context import current_flow_run_id
 from tasks.ingest import IngestSummary, package_versions, read_dataset, record_run, write_dataset
 from warehouse.runs import RunRecord
 
@@ -31,10 +32,11 @@ def ingest_flow(
     reported, and overwritten only when `replace`. Invalid input raises DatasetError (file:line) and
     writes no data; the run is still recorded as failed.
     """
-    run = RunRecord(run_id=new_run_id("ingest"), kind="ingest", status="running",
-                    started_at=datetime.now(timezone.utc),
-                    parameters={"dataset": dataset, "replace": replace, "name": name},
-                    versions=package_versions())
+    run = RunRecord(
+        flow_run_id=current_flow_run_id(), run_id=new_run_id("ingest"), kind="ingest", status="running",
+        started_at=datetime.now(timezone.utc),
+        parameters={"dataset": dataset, "replace": replace, "name": name},
+        versions=package_versions())
     record_run(db, run)
     timings: dict[str, float] = {}
     try:

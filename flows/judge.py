@@ -3,6 +3,9 @@ judgment as it returns; a re-run continues where the last one stopped and pays f
 
     read inputs -> plan (missing cells only) -> judge_chunk per chunk of prompts | batch jobs
                 -> plan again (what is left) -> runs row
+
+`runner="dask"` makes the live calls as `judge_call` tasks on Dask workers (prefect-dask) while this
+process keeps dispatching, rate-limiting and writing them (tasks/judge/dask_calls.py).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from prefect import flow
 
 import warehouse
 from flows.judge_plan import JudgeOutcome, prepare_judge
+from flows.run_context import current_flow_run_id, dataset_judge_name
 from tasks.judge.batch import BatchJudge, BatchSettings
 from tasks.judge.budget import Budget
+from tasks.judge.dask_calls import DEFAULT_DASK_WORKERS, RUNNERS, dask_provider
 from tasks.judge.inputs import JudgeInputs
 from tasks.judge.plan import JudgePlan
 from tasks.judge.progress import JudgeProgress
@@ -51,7 +56,7 @@ def new_run_id() -> str:
     return f"judge-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
-@flow(name="judge")
+@flow(name="judge", flow_run_name=dataset_judge_name("judge"))
 def judge_flow(
     judge: str,
     dataset: str = "vicuna80",
@@ -78,12 +83,21 @@ def judge_flow(
     prompts_per_chunk: int = 10,
     batch_poll_interval: float = 30.0,
     progress: bool = True,
+    runner: str = "asyncio",
+    dask_address: str | None = None,
+    dask_workers: int = DEFAULT_DASK_WORKERS,
 ) -> JudgeOutcome:
     """Judge every missing (prompt, model pair, order, sample) of `dataset` with `judge` (a spec:
     openai:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL) and `template`; `samples_per_order`
     samples with each model as assistant A (paper Section 3.1: 4 + 4). `plan_only` returns the plan
     and spends nothing. `retries` counts attempts per request (the first included); `retry_wait` is
-    the first backoff in seconds when the server gives no Retry-After."""
+    the first backoff in seconds when the server gives no Retry-After. `runner`: "asyncio" (calls from
+    this process) or "dask" (calls on a Dask LocalCluster of `dask_workers` processes, or on the
+    scheduler at `dask_address`; rpm / tpm stay one limit for the whole run)."""
+    if runner not in RUNNERS:
+        raise ValueError(f"--runner {runner!r}: expected one of {', '.join(RUNNERS)}")
+    if runner == "dask" and batch:
+        raise ValueError("--runner dask makes live calls; it cannot be combined with --batch")
     setup = prepare_judge(judge, template, prices, max_cost=max_cost, max_calls=max_calls, batch=batch,
                           multi_sample=multi_sample)
     spec, chosen_template, price, multi = setup.spec, setup.template, setup.price, setup.multi_sample
@@ -111,10 +125,13 @@ def judge_flow(
             "template_hash": chosen_template.hash, "max_cost": max_cost, "max_calls": max_calls,
             "concurrency": concurrency, "rpm": rpm, "tpm": tpm, "batch": batch, "multi_sample": multi,
             "max_unparsed": max_unparsed, "max_tokens": max_tokens, "temperature": temperature,
-            "retries": retries, "timeout": timeout,
+            "retries": retries, "timeout": timeout, "runner": runner,
         }
-        record_judge_run(con, RunRecord(run_id=run_id, kind="judge", started_at=started, status="running",
-                                        parameters=parameters, message="running"))
+        if runner == "dask":
+            parameters.update(dask_address=dask_address, dask_workers=None if dask_address else dask_workers)
+        record_judge_run(con, RunRecord(
+            flow_run_id=current_flow_run_id(), run_id=run_id, kind="judge", started_at=started, status="running",
+            parameters=parameters, message="running"))
         budget = Budget(max_cost_usd=max_cost, max_samples=max_calls)
         status, failure = "ok", None
         jobs: tuple[str, ...] = ()
@@ -132,6 +149,12 @@ def judge_flow(
                     remaining = plan_judgments(con, spec.judge_id, chosen_template, inputs, **plan_args)
                     if not remaining.samples or budget.exhausted_by or not round_stats.samples:
                         break
+            elif runner == "dask":
+                with dask_provider(spec, timeout_s=timeout, address=dask_address, workers=dask_workers,
+                                   concurrency=concurrency) as provider:
+                    stats = asyncio.run(_judge_live(
+                        con, provider, chosen_template, inputs, plan, run_id, retry, limits, options, price,
+                        budget, multi, prompts_per_chunk, progress))
             else:
                 stats = asyncio.run(_judge_live(
                     con, make_provider(spec, timeout_s=timeout), chosen_template, inputs, plan, run_id, retry,
@@ -144,6 +167,7 @@ def judge_flow(
             stopped_by = budget.exhausted_by if left.samples else None
             message = _message(plan, left, stats, budget, stopped_by, failure)
             record_judge_run(con, RunRecord(
+                flow_run_id=current_flow_run_id(),
                 run_id=run_id, kind="judge", started_at=started, finished_at=datetime.now(timezone.utc),
                 status=status, parameters=parameters, timings={"judge": stats.seconds},
                 data_fingerprint=chosen_template.hash, message=message))

@@ -97,3 +97,26 @@ def plan_judge_run(
     finally:
         con.close()
     return JudgeOutcome(setup.spec.judge_id, None, plan, plan, message="plan only, nothing sent")
+
+
+SPEND_CONFIRM_USD = 1.0  # the main job asks for --max-cost or --yes above this estimated judging cost
+
+
+class SpendNotConfirmed(ValueError):
+    """The judge plan would cost more than SPEND_CONFIRM_USD and nobody capped or confirmed it."""
+
+
+def plan_line(plan: dict) -> str:
+    """'judge plan: 1,200 calls, ~2,400,000 tokens, ~$0.84' (the cost is unknown without a price)."""
+    cost = "cost unknown (no price for this judge)" if plan["cost_usd"] is None else f"~${plan['cost_usd']:.2f}"
+    return (f"judge plan for {plan['judge']} on {plan['dataset']}: {plan['calls']:,} calls, "
+            f"~{plan['tokens_in'] + plan['tokens_out']:,} tokens, {cost}")
+
+
+def confirm_spend(plan: dict, max_cost: float | None, yes: bool) -> None:
+    """Refuse a plan estimated above SPEND_CONFIRM_USD unless `max_cost` caps it or `yes` confirms it."""
+    cost = plan["cost_usd"]
+    if cost is not None and cost > SPEND_CONFIRM_USD and max_cost is None and not yes:
+        raise SpendNotConfirmed(
+            f"{plan_line(plan)}: more than ${SPEND_CONFIRM_USD:.2f}, so nothing was sent; "
+            f"cap the spend with --max-cost USD or confirm it with --yes")

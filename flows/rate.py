@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from time import perf_counter
 
-from prefect import flow
+from prefect import flow, get_run_logger
 
+from flows.run_context import current_flow_run_id, dataset_judge_name, publish_ratings
 from tasks.assemble import assemble
 from tasks.rate import (
     EQUILIBRIUM_METHODS,
@@ -36,7 +37,7 @@ def new_run_id(kind: str) -> str:
     return f"{kind}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
-@flow(name="rate", log_prints=True)
+@flow(name="rate", flow_run_name=dataset_judge_name("judges"))
 def rate_flow(
     db: str | None = None,
     dataset: str = "vicuna80",
@@ -62,8 +63,9 @@ def rate_flow(
     timings["assemble"] = perf_counter() - t0
     tensor = assembled.tensor
     parameters["judges"] = list(tensor.judges)
-    print(f"u_king {tensor.shape[0]} prompts x {tensor.shape[1]} models from {len(assembled.battles['score'])} "
-          f"ok judgments of {', '.join(tensor.judges)}; {assembled.dropped.summary()}")
+    get_run_logger().info(
+        f"u_king {tensor.shape[0]} prompts x {tensor.shape[1]} models from {len(assembled.battles['score'])} "
+        f"ok judgments of {', '.join(tensor.judges)}; {assembled.dropped.summary()}")
     solved = []
     for method in chosen:
         t0 = perf_counter()
@@ -74,16 +76,21 @@ def rate_flow(
             solved.append(solve_equilibrium(tensor, method))
         timings[method] = perf_counter() - t0
     # Written only once everything is computed, in one transaction: a failed run leaves no rows.
-    run = RunRecord(run_id=run_id, kind="rate", started_at=started, finished_at=datetime.now(timezone.utc),
-                    parameters=parameters, versions=package_versions(),
-                    data_fingerprint=tensor.fingerprint, timings=timings,
-                    message=assembled.dropped.summary())
+    run = RunRecord(
+        flow_run_id=current_flow_run_id(), run_id=run_id, kind="rate", started_at=started,
+        finished_at=datetime.now(timezone.utc),
+        parameters=parameters, versions=package_versions(),
+        data_fingerprint=tensor.fingerprint, timings=timings,
+        message=assembled.dropped.summary())
     t0 = perf_counter()
     write_run(db, run, assembled, solved)
     timings["write"] = perf_counter() - t0
+    publish_ratings(run_id, dataset, [
+        {"method": r.method, "model": model, "rating": round(float(value), 6)}
+        for s in solved for r in s.ratings if r.player == "king" for model, value in zip(r.actions, r.rating)])
     exploitability = {s.method: s.equilibrium.exploitability for s in solved if s.equilibrium is not None}
     for method, value in exploitability.items():
-        print(f"{method}: exploitability {value:.2e} ({timings[method]:.1f} s)")
+        get_run_logger().info(f"{method}: exploitability {value:.2e} ({timings[method]:.1f} s)")
     return RateResult(run_id=run_id, dataset=dataset, judges=tuple(tensor.judges), shape=tensor.shape,
                       dropped=assembled.dropped.summary(), exploitability=exploitability, timings=timings)
 

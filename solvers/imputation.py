@@ -13,6 +13,15 @@ one step costs P batched (M, M) solves and an (M, M) Schur complement.
 Covered cells keep their values; only uncovered off-diagonal cells are filled. A prompt without any
 covered cell gets the global prediction (delta = 0). shrinkage = inf fits the global Bradley-Terry
 model (delta = 0 everywhere).
+
+shrinkage = "auto" (the default) chooses the penalty by cross-validation, since the best value depends on
+the judging noise (verdicts per cell) and on how prompt-specific the models' skills are, which a fixed
+number cannot know: the covered unordered (prompt, pair) cells are split into AUTO_FOLDS folds by a fixed
+seeded permutation (same input, same choice), each grid value in AUTO_GRID is fitted on the other folds
+(warm-started from the neighbouring grid value's fit) and scored by the squared error of u on the held-out
+fold, and the value with the least total error is refitted on all covered cells. With fewer than
+AUTO_MIN_CELLS covered unordered cells there is too little to hold out, and DEFAULT_SHRINKAGE is used.
+The value used is reported as ImputedTensor.shrinkage.
 """
 
 from __future__ import annotations
@@ -23,16 +32,29 @@ from typing import NamedTuple
 
 import numpy as np
 
-# Default penalty on the prompt deviations delta: the minimiser of the held-out RMSE of hidden cells of
+# Fixed penalty on the prompt deviations delta used by shrinkage="auto" on inputs too small to
+# cross-validate (and the default before "auto"): the minimiser of the held-out RMSE of hidden cells of
 # synthetic_king_tensor games (8 verdicts per cell, prompt_noise 1; 100 x 8 and 500 x 17, 30% hidden)
 # over the grid 0.03 ... 3 (`bench/impute.py --sweep`), which is also the generator's MAP value
-# 1 / (verdicts * prompt_noise^2): each cell's soft label carries about 8 verdicts' information.
+# 1 / (verdicts * prompt_noise^2): each cell's soft label carries about 8 verdicts' information. With
+# more verdicts per cell the best value is smaller, which is why "auto" is the default.
 DEFAULT_SHRINKAGE = 0.125
+# shrinkage="auto": log-spaced candidates 1/64 ... 8 (powers of 2), the number of cross-validation folds,
+# the seed of the fold assignment, and the fewest covered unordered cells for which auto cross-validates
+# (below it, DEFAULT_SHRINKAGE: each fold would hold out fewer than 4 cells).
+AUTO_GRID = tuple(2.0**k for k in range(-6, 4))
+AUTO_FOLDS = 5
+AUTO_SEED = 20240517
+AUTO_MIN_CELLS = 4 * AUTO_FOLDS
 # Ridge on beta: fixes the additive gauge and keeps beta finite when a model wins (or loses) every
 # covered cell; small against one cell's curvature (<= 1/4), so it barely moves a real fit.
 _BETA_RIDGE = 1e-6
 _TOL = 1e-10
 _MAX_ITER = 200
+# Relative Newton-decrement tolerance of the cross-validation fits (the final fit goes to rounding level):
+# the decrement is ~ 2 x the objective gap, so these fits are converged far beyond what the comparison of
+# held-out errors between grid values can notice, and they skip the last, confirming Newton step.
+_CV_TOL = 1e-10
 _ARMIJO = 1e-4
 
 
@@ -43,12 +65,14 @@ class ImputedTensor(NamedTuple):
     imputed: (P, M, M) bool, True exactly where a value was filled in (symmetric, diagonal False).
     strengths: (M,) global strengths beta (natural-log scale, sum 0).
     prompt_strengths: (P, M) theta = beta + delta, the strengths behind u_hat on each prompt.
+    shrinkage: the penalty on delta used for the fit (the cross-validated choice when "auto").
     """
 
     u_king: np.ndarray
     imputed: np.ndarray
     strengths: np.ndarray
     prompt_strengths: np.ndarray
+    shrinkage: float
 
 
 class ImputationError(ValueError):
@@ -59,25 +83,30 @@ def impute_payoffs(
     u_king,
     covered,
     *,
-    shrinkage: float = DEFAULT_SHRINKAGE,
+    shrinkage: float | str = "auto",
     model_names: Sequence[str] | None = None,
 ) -> ImputedTensor:
     """Fill the uncovered cells of u_king (P, M, M) with prompt-wise Bradley-Terry predictions.
 
     u_king: (P, M, M) in [-1, 1], antisymmetric on covered cells; uncovered values are ignored (NaN).
     covered: (P, M, M) bool, symmetric; the diagonal is ignored. shrinkage: penalty on the prompt
-    deviations delta (> 0; inf = global Bradley-Terry); the default 0.125 minimised the held-out RMSE
-    of hidden cells of synthetic_king_tensor games over a grid (bench/impute.py --sweep).
-    model_names: (M,) names for error messages. Raises ImputationError when a model has no covered
-    cell or the comparison graph (models linked when some prompt covers their pair) is disconnected.
+    deviations delta (> 0; inf = global Bradley-Terry), or "auto" (default): the value of AUTO_GRID with
+    the least AUTO_FOLDS-fold cross-validated squared error of u on the covered cells (deterministic;
+    DEFAULT_SHRINKAGE when fewer than AUTO_MIN_CELLS unordered cells are covered). The value used is
+    returned as .shrinkage. model_names: (M,) names for error messages. Raises ImputationError when a
+    model has no covered cell or the comparison graph (models linked when some prompt covers their
+    pair) is disconnected.
     """
     u, obs, names = _check_inputs(u_king, covered, shrinkage, model_names)
     P, M, _ = u.shape
     _check_identified(obs, names)
+    auto = isinstance(shrinkage, str)
     if M == 1:
-        return ImputedTensor(np.zeros_like(u), np.zeros_like(obs), np.zeros(1), np.zeros((P, 1)))
-    y = np.where(obs, (1.0 + u) / 2.0, 0.5)
-    beta, delta = _fit(obs.astype(np.float64), y, float(shrinkage))
+        lam = DEFAULT_SHRINKAGE if auto else float(shrinkage)
+        return ImputedTensor(np.zeros_like(u), np.zeros_like(obs), np.zeros(1), np.zeros((P, 1)), lam)
+    cells = _cells(obs, u)
+    lam = _cross_validate(cells) if auto else float(shrinkage)
+    beta, delta = _fit(cells, lam)
     theta = beta[None, :] + delta
     gap = theta[:, :, None] - theta[:, None, :]
     upper = np.triu(np.ones((M, M), dtype=bool), k=1)[None]
@@ -86,7 +115,7 @@ def impute_payoffs(
     offdiag = ~np.eye(M, dtype=bool)[None]
     imputed = ~obs & offdiag
     out = np.where(obs, u, np.where(imputed, u_hat, 0.0))
-    return ImputedTensor(out, imputed, beta, theta)
+    return ImputedTensor(out, imputed, beta, theta, lam)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -103,8 +132,11 @@ def _check_inputs(u_king, covered, shrinkage, model_names):
         raise ValueError(f"covered must be a boolean mask; got dtype {cov.dtype}")
     if not np.array_equal(cov, np.swapaxes(cov, 1, 2)):
         raise ValueError("covered must be symmetric: covered[p, i, j] == covered[p, j, i]")
-    if not (isinstance(shrinkage, (int, float, np.floating, np.integer)) and shrinkage > 0):
-        raise ValueError(f"shrinkage must be a number > 0 (inf: global Bradley-Terry); got {shrinkage!r}")
+    if isinstance(shrinkage, str):
+        if shrinkage != "auto":
+            raise ValueError(f'shrinkage must be "auto" or a number > 0 (inf: global Bradley-Terry); got {shrinkage!r}')
+    elif not (isinstance(shrinkage, (int, float, np.floating, np.integer)) and shrinkage > 0):
+        raise ValueError(f'shrinkage must be "auto" or a number > 0 (inf: global Bradley-Terry); got {shrinkage!r}')
     M = u.shape[1]
     if model_names is None:
         names = [f"model {k}" for k in range(M)]
@@ -153,31 +185,84 @@ def _names(names: list[str], idx, limit: int = 8) -> str:
     return ", ".join(shown) + more
 
 
-def _objective(w, y, lam, beta, delta) -> float:
+class _Cells(NamedTuple):
+    """The covered unordered cells the fit sees: prompt p, models i < j, soft label y = (1 + u[p, i, j]) / 2."""
+
+    P: int
+    M: int
+    p: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    y: np.ndarray
+
+    def subset(self, keep: np.ndarray) -> _Cells:
+        return _Cells(self.P, self.M, self.p[keep], self.i[keep], self.j[keep], self.y[keep])
+
+
+def _cells(obs: np.ndarray, u: np.ndarray) -> _Cells:
+    P, M, _ = obs.shape
+    p, i, j = np.nonzero(np.triu(obs, k=1))
+    return _Cells(P, M, p, i, j, (1.0 + u[p, i, j]) / 2.0)
+
+
+def _cross_validate(cells: _Cells) -> float:
+    """shrinkage="auto": the value of AUTO_GRID with the least cross-validated squared error of u."""
+    n = cells.p.size
+    if n < AUTO_MIN_CELLS:
+        return DEFAULT_SHRINKAGE
+    fold = np.empty(n, dtype=np.int64)
+    fold[np.random.default_rng(AUTO_SEED).permutation(n)] = np.arange(n) % AUTO_FOLDS
+    grid = sorted(AUTO_GRID, reverse=True)  # large to small: each fit starts from a smoother neighbour
+    error = np.zeros(len(grid))
+    for k in range(AUTO_FOLDS):
+        train, test = cells.subset(fold != k), cells.subset(fold == k)
+        start = None
+        for g, lam in enumerate(grid):
+            beta, delta = start = _fit(train, lam, start, tol=_CV_TOL)
+            theta = beta[None, :] + delta
+            pred = np.tanh((theta[test.p, test.i] - theta[test.p, test.j]) / 2.0)
+            # Squared error of u: the filled values are used as payoffs, so their error in payoff units is what
+            # matters (the bench's RMSE), and it stays bounded where the log loss explodes on cells at +-1.
+            error[g] += float(np.sum((pred - (2.0 * test.y - 1.0)) ** 2))
+    return grid[int(np.argmin(error))]  # ties: the larger value (the grid runs downwards)
+
+
+def _objective(cells: _Cells, lam: float, beta: np.ndarray, delta: np.ndarray) -> float:
     theta = beta[None, :] + delta
-    d = theta[:, :, None] - theta[:, None, :]
-    loss = 0.5 * float(np.sum(w * (np.logaddexp(0.0, d) - y * d)))  # every unordered pair counted twice
+    d = theta[cells.p, cells.i] - theta[cells.p, cells.j]
+    loss = float(np.sum(np.logaddexp(0.0, d) - cells.y * d))
     penalty = 0.0 if math.isinf(lam) else 0.5 * lam * float(np.sum(delta**2))
     return loss + penalty + 0.5 * _BETA_RIDGE * float(np.sum(beta**2))
 
 
-def _fit(w: np.ndarray, y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """Newton's method on the strictly convex objective; w (P, M, M) symmetric 0/1 weights, y targets.
+def _fit(cells: _Cells, lam: float, start=None, tol: float = 1e-16) -> tuple[np.ndarray, np.ndarray]:
+    """Newton's method on the strictly convex objective over the covered cells.
 
-    Returns beta (M,) and delta (P, M) (zeros when lam is inf).
+    start: (beta, delta) to start from (a warm start), else zeros. tol: stop once the Newton decrement
+    is below tol * (1 + |f|) (1e-16: rounding level). Returns beta (M,) and delta (P, M) (zeros when
+    lam is inf).
     """
-    P, M, _ = w.shape
+    P, M = cells.P, cells.M
     glob = math.isinf(lam)
     eye = np.eye(M)
-    beta = np.zeros(M)
-    delta = np.zeros((P, M))
-    f = _objective(w, y, lam, beta, delta)
+    if start is None or glob:
+        beta, delta = np.zeros(M), np.zeros((P, M))
+    else:
+        beta, delta = start[0].copy(), start[1].copy()
+    at_i, at_j = cells.p * M + cells.i, cells.p * M + cells.j  # flat (p, i) and (p, j) indices into (P, M)
+    at_ij, at_ji = at_i * M + cells.j, at_j * M + cells.i  # flat (p, i, j) and (p, j, i) into (P, M, M)
+    diag = (np.arange(P)[:, None] * M * M + np.arange(M) * (M + 1)).ravel()  # flat (p, i, i)
+    f = _objective(cells, lam, beta, delta)
     for _ in range(_MAX_ITER):
-        theta = beta[None, :] + delta
-        s = 1.0 / (1.0 + np.exp(-(theta[:, :, None] - theta[:, None, :])))
-        g_theta = np.sum(w * (s - y), axis=2)  # (P, M)
-        c = w * s * (1.0 - s)
-        lap = c.sum(axis=2)[:, :, None] * eye[None] - c  # (P, M, M) per-prompt Hessian in theta
+        theta = (beta[None, :] + delta).ravel()
+        s = 1.0 / (1.0 + np.exp(-(theta[at_i] - theta[at_j])))
+        r = s - cells.y
+        g_theta = (np.bincount(at_i, r, P * M) - np.bincount(at_j, r, P * M)).reshape(P, M)
+        c = s * (1.0 - s)
+        lap = np.zeros(P * M * M)  # per-prompt Hessian in theta (a weighted graph Laplacian)
+        lap[at_ij] = lap[at_ji] = -c
+        lap[diag] = np.bincount(at_i, c, P * M) + np.bincount(at_j, c, P * M)
+        lap = lap.reshape(P, M, M)
         g_beta = g_theta.sum(axis=0) + _BETA_RIDGE * beta
         if glob:
             step_beta = -np.linalg.solve(lap.sum(axis=0) + _BETA_RIDGE * eye, g_beta)
@@ -187,29 +272,31 @@ def _fit(w: np.ndarray, y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarr
             # Eliminate delta: D_p = L_p + lam I, Schur complement S = sum_p L_p + ridge I - L_p D_p^-1 L_p.
             solved = np.linalg.solve(lap + lam * eye[None], np.concatenate([lap, g_delta[:, :, None]], axis=2))
             d_lap, d_g = solved[:, :, :M], solved[:, :, M]
-            schur = lap.sum(axis=0) + _BETA_RIDGE * eye - np.einsum("pij,pjk->ik", lap, d_lap)
+            # Batched small products, not one long (M, P M) x (P M, M) product: BLAS may thread that one, and
+            # its spinning threads slow everything else down on a busy machine.
+            schur = lap.sum(axis=0) + _BETA_RIDGE * eye - np.matmul(lap, d_lap).sum(axis=0)
             schur = (schur + schur.T) / 2.0
-            rhs = -g_beta + np.einsum("pij,pj->i", lap, d_g)
+            rhs = -g_beta + np.matmul(lap, d_g[:, :, None]).sum(axis=0)[:, 0]
             step_beta = np.linalg.solve(schur, rhs)
             step_delta = -d_g - d_lap @ step_beta
         # The loss ignores a common shift of beta, so its exact Newton component is -mean(beta); rounding
         # in the gradient (~1e-13) divided by the ridge would otherwise move beta along it at random.
         step_beta = step_beta - np.mean(step_beta + beta)
         decrement = -(g_beta @ step_beta + (0.0 if glob else np.sum(g_delta * step_delta)))
-        if decrement <= 1e-12 * (1.0 + abs(f)):
+        if decrement <= max(tol, 1e-12) * (1.0 + abs(f)):
             # Quadratic region: the full step is safe, and a line search could not see its decrease
-            # through the rounding of f. Stop once the decrement (~2 x the gap to the optimum) is at
-            # rounding level or the step is negligible.
+            # through the rounding of f. Stop once the decrement (~2 x the gap to the optimum) is below
+            # tol (by default at rounding level) or the step is negligible.
             beta, delta = beta + step_beta, delta + step_delta
             small = max(np.max(np.abs(step_beta)), np.max(np.abs(step_delta))) < _TOL
-            if small or decrement <= 1e-16 * (1.0 + abs(f)):
+            if small or decrement <= tol * (1.0 + abs(f)):
                 return beta, delta
-            f = _objective(w, y, lam, beta, delta)
+            f = _objective(cells, lam, beta, delta)
             continue
         t = 1.0
         while True:
             nb, nd = beta + t * step_beta, delta + t * step_delta
-            nf = _objective(w, y, lam, nb, nd)
+            nf = _objective(cells, lam, nb, nd)
             if nf <= f - _ARMIJO * t * decrement:
                 break
             t *= 0.5

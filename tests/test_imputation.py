@@ -1,5 +1,6 @@
 """Missing-cell imputation (prompt-wise Bradley-Terry with shrinkage): cvxpy reference, structure of the
-output, complete input, recovery of planted BT payoffs, and the errors for unidentified models."""
+output, complete input, recovery of planted BT payoffs, the errors for unidentified models, and the
+cross-validated choice of the shrinkage (shrinkage="auto", the default)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ def test_matches_cvxpy_on_the_same_convex_objective(shrinkage):
     u_sparse, covered = sparse(u, hide(8, 5, 0.3, seed=4))
     beta_ref, theta_ref = cvxpy_reference(u, covered, shrinkage)
     fit = impute_payoffs(u_sparse, covered, shrinkage=shrinkage)
+    assert fit.shrinkage == shrinkage
     np.testing.assert_allclose(fit.strengths, beta_ref, atol=1e-5)
     np.testing.assert_allclose(fit.prompt_strengths, theta_ref, atol=1e-5)
     gap = theta_ref[:, :, None] - theta_ref[:, None, :]
@@ -115,7 +117,7 @@ def test_global_bt_recovered_from_large_samples():
     u = upper - np.swapaxes(upper, 1, 2)
     hidden = hide(P, M, 0.3, seed=1)
     truth = np.broadcast_to(np.tanh(gap / 2), (P, M, M))[hidden]
-    fit = impute_payoffs(*sparse(u, hidden))
+    fit = impute_payoffs(*sparse(u, hidden), shrinkage=imputation.DEFAULT_SHRINKAGE)
     assert np.max(np.abs(fit.u_king[hidden] - truth)) < 1.5e-2
     assert np.mean(np.abs(fit.u_king[hidden] - truth)) < 3e-3
     np.testing.assert_allclose(fit.strengths, strengths - strengths.mean(), atol=3e-3)
@@ -206,7 +208,70 @@ def test_invalid_inputs(change, message):
         impute_payoffs(*change(np.where(covered, u, np.nan), covered))
 
 
-def test_shrinkage_must_be_positive():
+@pytest.mark.parametrize("shrinkage", [0.0, -1.0, "bogus", None])
+def test_shrinkage_must_be_positive_or_auto(shrinkage):
     u = synthetic_king_tensor(3, 3, seed=0)
     with pytest.raises(ValueError, match="shrinkage"):
-        impute_payoffs(u, np.ones(u.shape, dtype=bool), shrinkage=0.0)
+        impute_payoffs(u, np.ones(u.shape, dtype=bool), shrinkage=shrinkage)
+
+
+def planted_bt(num_prompts: int, num_models: int, prompt_spread: float, verdicts: int,
+               seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse (u, covered): theta = beta + prompt_spread * noise, `verdicts`-verdict means, 30% of cells hidden."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=num_models)[None, :] + prompt_spread * rng.normal(size=(num_prompts, num_models))
+    gap = theta[:, :, None] - theta[:, None, :]
+    upper = np.triu(2 * rng.binomial(verdicts, 1 / (1 + np.exp(-gap))) / verdicts - 1, k=1)
+    return sparse(upper - np.swapaxes(upper, 1, 2), hide(num_prompts, num_models, 0.3, seed=seed + 100))
+
+
+def test_auto_is_the_default_and_deterministic():
+    u_sparse, covered = planted_bt(40, 6, 0.5, 8, seed=0)
+    first = impute_payoffs(u_sparse, covered)
+    again = impute_payoffs(u_sparse.copy(), covered.copy(), shrinkage="auto")
+    assert first.shrinkage == again.shrinkage
+    assert np.array_equal(first.u_king, again.u_king)
+    assert np.array_equal(first.prompt_strengths, again.prompt_strengths)
+
+
+def test_auto_reports_a_grid_value_and_refits_with_it():
+    u_sparse, covered = planted_bt(40, 6, 0.5, 8, seed=1)
+    fit = impute_payoffs(u_sparse, covered)
+    assert isinstance(fit.shrinkage, float)
+    assert fit.shrinkage in imputation.AUTO_GRID
+    assert fit.shrinkage == fit[-1]  # appended last: positional unpacking of the first four is unchanged
+    fixed = impute_payoffs(u_sparse, covered, shrinkage=fit.shrinkage)
+    assert fixed.shrinkage == fit.shrinkage
+    np.testing.assert_array_equal(fit.u_king, fixed.u_king)
+    np.testing.assert_array_equal(fit.prompt_strengths, fixed.prompt_strengths)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_auto_shrinks_noise_more_than_real_prompt_skills(seed):
+    """Global BT judged with 4 verdicts per cell: every prompt deviation is noise, so auto shrinks hard;
+    strong prompt-specific skills judged with 1000 verdicts: auto keeps them (a small penalty)."""
+    noise = impute_payoffs(*planted_bt(40, 6, 0.0, 4, seed=seed)).shrinkage
+    skills = impute_payoffs(*planted_bt(40, 6, 1.0, 1000, seed=seed)).shrinkage
+    assert noise >= 2.0
+    assert skills <= 0.0625
+    assert noise >= 32 * skills
+
+
+def test_auto_falls_back_on_tiny_input():
+    """Fewer covered unordered cells than AUTO_MIN_CELLS (here 2 prompts x 6 pairs = 12): DEFAULT_SHRINKAGE."""
+    u = synthetic_king_tensor(2, 4, seed=0)
+    covered = np.ones(u.shape, dtype=bool)
+    covered[0, 0, 1] = covered[0, 1, 0] = False
+    assert 2 * 6 - 1 < imputation.AUTO_MIN_CELLS
+    fit = impute_payoffs(np.where(covered, u, np.nan), covered)
+    assert fit.shrinkage == imputation.DEFAULT_SHRINKAGE == 0.125
+    fixed = impute_payoffs(np.where(covered, u, np.nan), covered, shrinkage=0.125)
+    np.testing.assert_array_equal(fit.u_king, fixed.u_king)
+    one = impute_payoffs(np.zeros((3, 1, 1)), np.ones((3, 1, 1), dtype=bool))
+    assert one.shrinkage == imputation.DEFAULT_SHRINKAGE
+
+
+def test_numeric_shrinkage_is_reported_as_given():
+    u_sparse, covered = planted_bt(10, 4, 0.5, 8, seed=3)
+    assert impute_payoffs(u_sparse, covered, shrinkage=1).shrinkage == 1.0
+    assert impute_payoffs(u_sparse, covered, shrinkage=math.inf).shrinkage == math.inf

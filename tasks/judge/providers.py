@@ -106,7 +106,11 @@ def _headers_of(exc: BaseException):
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
-    """The wait a failed response asks for: `retry-after-ms`, else `retry-after` (seconds or a date)."""
+    """The wait a failed response asks for: `retry-after-ms`, else `retry-after` (seconds or a date);
+    an error that carries it already read (`retry_after_s`, a call made on a Dask worker) gives that."""
+    carried = getattr(exc, "retry_after_s", None)
+    if carried is not None:
+        return max(0.0, float(carried))
     headers = _headers_of(exc)
     if not headers:
         return None
