@@ -249,7 +249,10 @@ def rate(
     methods: str = typer.Option("bt,ne,cce,ne-shannon,cce-shannon", "--methods", "-m", help=_METHODS_HELP),
     dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=_DATASET_HELP),
     missing: str = typer.Option("refuse", "--missing", help=_MISSING_HELP),
-    bootstrap: int = typer.Option(200, "--bootstrap", min=0, help="Bootstrap resamples for BT intervals."),
+    bootstrap: int = typer.Option(200, "--bootstrap", min=0, help="Bootstrap resamples (seeded by --seed): "
+                                  "Bradley-Terry intervals and, for every equilibrium method, rating intervals "
+                                  "and rank / top-1 / top-3 probabilities over prompts and over judge samples "
+                                  "(tables rating_intervals, rank_probabilities); 0 turns them off."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     orders: str = typer.Option("both", "--orders", help="both: a (prompt, pair) cell needs judgments with each "
                                "model shown first (position balance); any: one order is enough (battle logs, "
@@ -298,42 +301,59 @@ def report(
     typer.echo(f"report: {Path(path).resolve()}")
 
 
-@app.command("run")
-@cli_errors()
-def run_command(
-    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
-    out: Path = typer.Option(Path("out"), "--out", help="Directory of the HTML report."),
-    dataset: str = typer.Option("vicuna80", "--dataset", "-d", help="Bundled dataset name or directory."),
-    judge: str = typer.Option("prd:gpt4", "--judge", "-j", help="prd:<judge> or all-prd (recorded PRD "
-                              "judgments, no API calls), or a provider spec such as openai:MODEL."),
-    methods: str = typer.Option("bt,ne,cce,ne-shannon,cce-shannon", "--methods", "-m", help=_METHODS_HELP),
-    missing: str = typer.Option("refuse", "--missing", help=_MISSING_HELP),
-    samples_per_order: int = typer.Option(4, "--samples-per-order", min=1, help="Provider judge only: "
-                                          "samples with each model as assistant A (paper: 4 + 4)."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Provider judge only: stop judging "
-                                             "at this many USD."),
-    analyses: str = typer.Option("clones,risk", "--analyses", help="Robustness analyses of the new ratings, "
-                                 "comma-separated: clones (adversarial prompt copies), risk (risk dominance "
-                                 "among many Nash equilibria), or none. See `eqarena analyze --help`."),
-    yes: bool = typer.Option(False, "--yes", "-y", help=_YES_HELP),
-) -> None:
-    """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
+# Options of the main-job commands (run, refresh).
+_OUT = typer.Option(Path("out"), "--out", help="Directory of the HTML report.")
+_SOURCE = typer.Option("vicuna80", "--dataset", "-d", help="Bundled dataset name or directory.")
+_MAIN_JUDGE = typer.Option("prd:gpt4", "--judge", "-j", help="prd:<judge> or all-prd (recorded PRD judgments, "
+                           "no API calls), or a provider spec such as openai:MODEL (judges missing cells only).")
+_METHODS = typer.Option("bt,ne,cce,ne-shannon,cce-shannon", "--methods", "-m", help=_METHODS_HELP)
+_MISSING = typer.Option("refuse", "--missing", help=_MISSING_HELP)
+_SAMPLES = typer.Option(4, "--samples-per-order", min=1, help="Provider judge only: samples with each model as "
+                        "assistant A (paper: 4 + 4).")
+_MAX_COST = typer.Option(None, "--max-cost", help="Provider judge only: stop judging at this many USD.")
+_ANALYSES = typer.Option("clones,risk", "--analyses", help="Robustness analyses of new ratings, comma-separated: "
+                         "clones (adversarial prompt copies), risk (risk dominance among many Nash equilibria), "
+                         "or none. See `eqarena analyze --help`.")
+_YES = typer.Option(False, "--yes", "-y", help=_YES_HELP)
+
+
+def _main_job_errors() -> tuple[type[BaseException], ...]:
+    """The errors a main-job command reports as one line (bad input, a refused spend, a busy warehouse)."""
     from flows.judge_plan import SpendNotConfirmed
-    from flows.run import run_flow
     from tasks.judge.plan import PlanError
     from tasks.judge.pricing import PriceError
     from tasks.judge.providers import FatalProviderError, JudgeSpecError
     from tasks.judge.templates import TemplateError
     from warehouse.tensor import IncompleteTensorError
+    from warehouse.writer_lock import WarehouseBusyError
+
+    return (IncompleteTensorError, LookupError, JudgeSpecError, PriceError, PlanError, TemplateError,
+            FatalProviderError, SpendNotConfirmed, WarehouseBusyError)
+
+
+@app.command("run")
+@cli_errors()
+def run_command(
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    out: Path = _OUT,
+    dataset: str = _SOURCE,
+    judge: str = _MAIN_JUDGE,
+    methods: str = _METHODS,
+    missing: str = _MISSING,
+    samples_per_order: int = _SAMPLES,
+    max_cost: Optional[float] = _MAX_COST,
+    analyses: str = _ANALYSES,
+    yes: bool = _YES,
+) -> None:
+    """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
+    from flows.run import run_flow
 
     chosen = _checked_options(methods, missing)
     with cli_errors(ValueError):
         from flows.analyze import parse_analyses
 
         chosen_analyses = parse_analyses(analyses)
-    user_errors = (IncompleteTensorError, LookupError, JudgeSpecError, PriceError, PlanError, TemplateError,
-                   FatalProviderError, SpendNotConfirmed)
-    with cli_errors(*user_errors), quiet_prefect():
+    with cli_errors(*_main_job_errors()), quiet_prefect():
         summary = run_flow(db=str(db) if db else None, out_dir=str(out), dataset=dataset, judge=judge,
                            methods=chosen, missing=missing, samples_per_order=samples_per_order,
                            max_cost=max_cost, analyses=chosen_analyses, yes=yes)
@@ -350,41 +370,28 @@ def run_command(
 @cli_errors()
 def refresh_command(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
-    out: Path = typer.Option(Path("out"), "--out", help="Directory of the HTML report."),
-    dataset: str = typer.Option("vicuna80", "--dataset", "-d", help="Bundled dataset name or directory."),
-    judge: str = typer.Option("prd:gpt4", "--judge", "-j", help="prd:<judge> or all-prd (recorded PRD "
-                              "judgments), or a provider spec such as openai:MODEL (judges missing cells only)."),
-    methods: str = typer.Option("bt,ne,cce,ne-shannon,cce-shannon", "--methods", "-m", help=_METHODS_HELP),
-    missing: str = typer.Option("refuse", "--missing", help=_MISSING_HELP),
-    samples_per_order: int = typer.Option(4, "--samples-per-order", min=1, help="Provider judge only: "
-                                          "samples with each model as assistant A."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Provider judge only: stop judging "
-                                             "at this many USD."),
-    analyses: str = typer.Option("clones,risk", "--analyses", help="Analyses of a new rate run (clones, risk "
-                                 "or none)."),
+    out: Path = _OUT,
+    dataset: str = _SOURCE,
+    judge: str = _MAIN_JUDGE,
+    methods: str = _METHODS,
+    missing: str = _MISSING,
+    samples_per_order: int = _SAMPLES,
+    max_cost: Optional[float] = _MAX_COST,
+    analyses: str = _ANALYSES,
     wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to wait for another run writing the "
                                "warehouse before giving up with 'warehouse busy' (default: do not wait)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help=_YES_HELP),
+    yes: bool = _YES,
 ) -> None:
     """The main job, incrementally: only new prompts, models and missing judge cells are judged; ratings,
     analyses and the report are recomputed only when their inputs changed. For schedules (see `serve`)."""
-    from flows.judge_plan import SpendNotConfirmed
     from flows.refresh import refresh_flow, refresh_line
-    from tasks.judge.plan import PlanError
-    from tasks.judge.pricing import PriceError
-    from tasks.judge.providers import FatalProviderError, JudgeSpecError
-    from tasks.judge.templates import TemplateError
-    from warehouse.tensor import IncompleteTensorError
-    from warehouse.writer_lock import WarehouseBusyError
 
     chosen = _checked_options(methods, missing)
     with cli_errors(ValueError):
         from flows.analyze import parse_analyses
 
         chosen_analyses = parse_analyses(analyses)
-    user_errors = (IncompleteTensorError, LookupError, JudgeSpecError, PriceError, PlanError, TemplateError,
-                   FatalProviderError, WarehouseBusyError, SpendNotConfirmed)
-    with cli_errors(*user_errors), quiet_prefect():
+    with cli_errors(*_main_job_errors()), quiet_prefect():
         summary = refresh_flow(db=str(db) if db else None, out_dir=str(out), dataset=dataset, judge=judge,
                                methods=chosen, missing=missing, samples_per_order=samples_per_order,
                                max_cost=max_cost, analyses=chosen_analyses, wait_s=wait, yes=yes)

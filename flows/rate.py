@@ -13,6 +13,7 @@ from flows.run_context import current_flow_run_id, dataset_judge_name, publish_r
 from tasks.assemble import assemble
 from tasks.rate import (
     EQUILIBRIUM_METHODS,
+    bootstrap_equilibria,
     package_versions,
     parse_methods,
     rate_bradley_terry,
@@ -51,7 +52,9 @@ def rate_flow(
     """Rate the models and prompts of `dataset` from the judgments of `judges` (pooled; default: all
     judges present; `all-prd` = the five recorded PRD judges) by each of `methods`
     (bt, ne, cce, ne-shannon, cce-shannon) and store everything under a new run_id. `orders` "any"
-    counts a cell judged in one order only (battle logs with randomised positions)."""
+    counts a cell judged in one order only (battle logs with randomised positions). `bootstrap`
+    resamples (seeded by `seed`) give Bradley-Terry's intervals and every equilibrium method's intervals
+    and rank probabilities, over prompts and over judge samples (solvers/bootstrap.py)."""
     chosen = parse_methods(methods)
     run_id = new_run_id("rate")
     started = datetime.now(timezone.utc)
@@ -75,6 +78,11 @@ def rate_flow(
         else:
             solved.append(solve_equilibrium(tensor, method))
         timings[method] = perf_counter() - t0
+    t0 = perf_counter()
+    intervals, parameters["bootstrap_equilibria"] = bootstrap_equilibria(tensor, assembled.battles, solved,
+                                                                         bootstrap, seed)
+    if intervals:
+        timings["bootstrap"] = perf_counter() - t0
     # Written only once everything is computed, in one transaction: a failed run leaves no rows.
     run = RunRecord(
         flow_run_id=current_flow_run_id(), run_id=run_id, kind="rate", started_at=started,
@@ -83,7 +91,7 @@ def rate_flow(
         data_fingerprint=tensor.fingerprint, timings=timings,
         message=assembled.dropped.summary())
     t0 = perf_counter()
-    write_run(db, run, assembled, solved)
+    write_run(db, run, assembled, solved, intervals)
     timings["write"] = perf_counter() - t0
     publish_ratings(run_id, dataset, [
         {"method": r.method, "model": model, "rating": round(float(value), 6)}

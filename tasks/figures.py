@@ -172,3 +172,61 @@ def coverage_heatmap(models: Sequence[str], fraction: np.ndarray) -> Figure:
     fig.colorbar(image, ax=ax, shrink=0.8, label="prompts covered")
     ax.set_title("Coverage of model pairs (both orders judged)", fontsize=10)
     return fig
+
+
+SCHEME_MARKERS = {"prompts": "o", "judgments": "s"}
+
+
+def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping[str, Mapping[str, tuple]]]) -> Figure:
+    """One panel per equilibrium method: each model's full-data rating (eq. 1) with its bootstrap
+    percentile interval per resampling scheme. intervals[method][scheme][model] = (rating, lo, hi)."""
+    methods = list(intervals)
+    fig, axes = plt.subplots(1, len(methods), figsize=(3.4 * len(methods) + 1.2, 0.9 + 0.42 * len(models)),
+                             squeeze=False, sharey=True)
+    y = np.arange(len(models))
+    for ax, method in zip(axes[0], methods):
+        schemes = list(intervals[method])
+        for k, scheme in enumerate(schemes):
+            rows = intervals[method][scheme]
+            r, lo, hi = (np.array([rows[m][c] if m in rows else np.nan for m in models]) for c in range(3))
+            offset = (k - (len(schemes) - 1) / 2) * 0.22
+            # The full-data rating may lie outside its replicates' percentile interval: drawn apart.
+            colour, alpha = METHOD_COLOURS.get(method, "C0"), 1.0 if k == 0 else 0.55
+            ax.hlines(y + offset, lo, hi, color=colour, alpha=alpha, linewidth=2)
+            ax.plot(r, y + offset, SCHEME_MARKERS.get(scheme, "o"), color=colour, alpha=alpha, markersize=4,
+                    label=f"over {scheme}")
+        ax.axvline(0.0, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_title(method, fontsize=10)
+        ax.set_xlabel("rating (deviation gain)", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower left")
+    axes[0, 0].set_yticks(y, models, fontsize=8)
+    axes[0, 0].set_ylim(len(models) - 0.5, -0.5)
+    fig.suptitle("Equilibrium ratings with bootstrap intervals", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def rank_probability_heatmaps(models: Sequence[str], probabilities: Mapping[str, np.ndarray]) -> Figure:
+    """One heatmap per method: P(model has rank r), models as rows (in `models` order), ranks as columns.
+    probabilities[method]: (M, M) array [model, rank - 1]."""
+    methods = list(probabilities)
+    m = len(models)
+    fig, axes = plt.subplots(1, len(methods), figsize=(0.4 * m * len(methods) + 2.5 * len(methods) + 1, 0.9 + 0.4 * m),
+                             squeeze=False, sharey=True)
+    image = None
+    for ax, method in zip(axes[0], methods):
+        p = np.asarray(probabilities[method])
+        image = ax.imshow(p, vmin=0.0, vmax=1.0, cmap="Blues", aspect="auto")
+        for i in range(m):
+            for r in range(m):
+                if p[i, r] >= 0.005:
+                    ax.text(r, i, f"{p[i, r]:.2f}", ha="center", va="center", fontsize=6,
+                            color="white" if p[i, r] > 0.6 else "black")
+        ax.set_xticks(range(m), range(1, m + 1), fontsize=7)
+        ax.set_xlabel("rank", fontsize=8)
+        ax.set_title(method, fontsize=10)
+    axes[0, 0].set_yticks(range(m), models, fontsize=8)
+    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.03, label="probability")
+    fig.suptitle("Rank probabilities (bootstrap over prompts)", fontsize=11)
+    return fig

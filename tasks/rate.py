@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -12,16 +13,24 @@ from prefect.cache_policies import NONE
 
 import solvers
 import warehouse
+from solvers.bootstrap import SCHEMES, bootstrap_ratings
 from solvers.bradley_terry import FALLBACK_REGULARIZATION
 from solvers.equilibrium import EQUILIBRIUM_METHODS
 from solvers.games import KING, KOTH_PLAYER_NAMES, REBEL
 from solvers.imputed_share import imputed_shares
-from warehouse.ratings import EquilibriumRecord, MethodRatings, write_rate_run
+from warehouse.ratings import (
+    EquilibriumRecord,
+    IntervalRecord,
+    MethodRatings,
+    write_rate_run,
+)
 from warehouse.runs import RunRecord
 from warehouse.tensor import PayoffTensor
 
 METHODS = ("bt", *EQUILIBRIUM_METHODS)
 DEFAULT_METHODS = METHODS
+# Below this many replicate solves the worker processes' start-up (~2 s) costs more than it saves.
+_PARALLEL_FROM = 200
 _VERSIONED = ("eqarena", "jax", "numpy", "duckdb", "prefect")
 
 
@@ -131,15 +140,48 @@ def solve_equilibrium(tensor: PayoffTensor, method: str) -> Solved:
     return Solved(method, ratings, record, seconds)
 
 
+@task(name="bootstrap_equilibria", cache_policy=NONE)
+def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], solved: list[Solved],
+                         replicates: int, seed: int) -> tuple[list[IntervalRecord], dict]:
+    """Bootstrap confidence of every solved equilibrium method's model ratings (solvers.bootstrap):
+    each replicate's game re-solved exactly, over prompts and over judge samples within cells.
+
+    Returns the records to store and diagnostics (seconds, worker processes, largest exploitability)."""
+    full = {s.method: r.rating for s in solved if s.equilibrium is not None for r in s.ratings if r.player == "king"}
+    if replicates < 2 or not full:
+        return [], {}
+    schemes = SCHEMES if len(battles.get("score", ())) else ("prompts",)
+    solves = replicates * len(full) * len(schemes)
+    workers = min(2, os.cpu_count() or 1) if solves >= _PARALLEL_FROM else 1
+    start = time.perf_counter()
+    results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
+                                battles=battles, imputed=tensor.imputed, workers=workers)
+    records = [
+        IntervalRecord(
+            method=b.method, scheme=b.scheme, models=tensor.models, rating=np.asarray(full[b.method]),
+            lo=b.lo, hi=b.hi, median=np.median(b.ratings, axis=0), confidence=b.confidence,
+            rank_probabilities=b.rank_probabilities, top_k=b.top_k, replicates=len(b.ratings),
+            max_exploitability=b.diagnostics["max_exploitability"])
+        for b in results
+    ]
+    diagnostics = {"replicates": replicates, "schemes": list(schemes), "workers": workers,
+                   "seconds": time.perf_counter() - start,
+                   "max_exploitability": max(b.diagnostics["max_exploitability"] for b in results)}
+    return records, diagnostics
+
+
 @task(name="write_ratings", cache_policy=NONE)
-def write_run(db: str | None, run: RunRecord, assembled, solved: list[Solved]) -> None:
-    """Write the run's rows (runs, payoffs, ratings, equilibria, contributions, coverage) in one transaction."""
+def write_run(db: str | None, run: RunRecord, assembled, solved: list[Solved],
+              intervals: list[IntervalRecord] | None = None) -> None:
+    """Write the run's rows (runs, payoffs, ratings, equilibria, contributions, coverage, bootstrap
+    intervals and rank probabilities) in one transaction."""
     con = warehouse.connect(db)
     try:
         write_rate_run(
             con, run, assembled.tensor, assembled.raw, assembled.dropped,
             [r for s in solved for r in s.ratings],
             [s.equilibrium for s in solved if s.equilibrium is not None],
+            intervals or (),
         )
     finally:
         con.close()

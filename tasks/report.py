@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -29,6 +29,7 @@ TOP_PROMPTS = 4
 SECTIONS = {
     "model-ratings": "Model ratings by method",
     "bt": "Bradley-Terry confidence intervals",
+    "intervals": "Equilibrium rating intervals and rank probabilities",
     "support": "Equilibrium support of prompts and models",
     "payoffs": "King-vs-rebel payoffs on the top-rated prompts",
     "contributions": "Rating contributions by model family",
@@ -54,6 +55,8 @@ class ReportData:
     prompt_texts: dict[str, str]
     clones: CloneReport | None = None
     risk: RiskReport | None = None
+    intervals: list[dict] = field(default_factory=list)
+    rank_probabilities: list[dict] = field(default_factory=list)
 
 
 def _top_prompts(ratings: list[dict], methods: list[str]) -> list[str]:
@@ -102,6 +105,8 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
             prompt_texts=store.read_prompt_texts(con, run["parameters"].get("dataset", ""), top),
             clones=load_clone_report(con, run_id),
             risk=load_risk_report(con, run_id),
+            intervals=store.read_rating_intervals(con, run_id),
+            rank_probabilities=store.read_rank_probabilities(con, run_id),
         )
     finally:
         con.close()
@@ -169,6 +174,46 @@ def _bt_section(d: ReportData) -> str:
     table = page.table(["model", "rank", "Elo", "CI low", "CI high"],
                    [[r["action"], r["rank"], r["rating"], r["ci_lo"], r["ci_hi"]] for r in rows])
     return _section("bt", table + fig)
+
+
+def _intervals_section(d: ReportData, eq_methods: list[str]) -> str:
+    """Bootstrap intervals of every equilibrium method (both schemes) and the rank-probability heatmap."""
+    if not d.intervals:
+        return _section("intervals", '<p class="note">No bootstrap intervals for this run\'s equilibrium '
+                        "methods (rated with --bootstrap below 2, without an equilibrium method, or before "
+                        "they existed).</p>")
+    methods = [m for m in eq_methods if any(r["method"] == m for r in d.intervals)]
+    shown: dict = {}
+    for r in d.intervals:
+        shown.setdefault(r["method"], {}).setdefault(r["scheme"], {})[r["model_id"]] = (r["rating"], r["lo"], r["hi"])
+    scheme = "prompts"
+    index = {m: k for k, m in enumerate(d.models)}
+    probs = {}
+    for method in methods:
+        p = np.zeros((len(d.models), len(d.models)))
+        for r in d.rank_probabilities:
+            if (r["method"] == method and r["scheme"] == scheme and r["model_id"] in index
+                    and r["rank"] <= len(d.models)):
+                p[index[r["model_id"]], r["rank"] - 1] = r["probability"]
+        probs[method] = p
+    first = d.intervals[0]
+    note = (f'<p class="note">{first["replicates"]} bootstrap replicates per method and scheme, each game '
+            "re-solved exactly (same solver and selection target as the full data); "
+            f"{first['confidence']:.0%} percentile intervals. <b>over prompts</b>: prompts drawn with "
+            "replacement. Copies of a prompt are clones, which the affinity target of ne / cce ignores: their "
+            "interval shows how the ratings depend on which distinct prompts are present (about 63% per "
+            "replicate), a sensitivity band rather than calibrated confidence; the -shannon variants weight "
+            "copies. <b>over judgments</b>: each cell's judge samples drawn with replacement within each "
+            "order (judge noise). Ranks: tied models share their ranks evenly; P(top k) sums ranks 1..k.</p>")
+    figs = (page.figure(figures.data_uri(figures.equilibrium_intervals(d.models, {m: shown[m] for m in methods})),
+                        "equilibrium-intervals", "Full-data ratings with bootstrap intervals, per method and scheme")
+            + page.figure(figures.data_uri(figures.rank_probability_heatmaps(d.models, probs)),
+                          "rank-probabilities", "Probability of each rank, bootstrap over prompts"))
+    rows = [[r["method"], r["scheme"], r["model_id"], r["rating"], r["lo"], r["hi"], r["p_top1"], r["p_top3"]]
+            for m in methods for r in d.intervals if r["method"] == m]
+    table = page.table(["method", "scheme", "model", "rating", "low", "high", "P(top 1)", "P(top 3)"], rows,
+                       name_columns=3)
+    return _section("intervals", note + figs + table)
 
 
 def _support_section(d: ReportData, eq_methods: list[str]) -> str:
@@ -310,6 +355,7 @@ def render_html(d: ReportData) -> str:
     body = "".join([
         _model_ratings_section(d, methods),
         _bt_section(d),
+        _intervals_section(d, eq_methods),
         _support_section(d, eq_methods),
         _payoffs_section(d),
         _contributions_section(d, eq_methods),

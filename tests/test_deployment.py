@@ -52,11 +52,15 @@ def prefect_server(tmp_path_factory):
             pytest.fail("prefect server did not start within 180 s")
         yield {**env, "PREFECT_API_URL": url}
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 def prefect(env: dict, *args: str, timeout: float = 300, cwd: Path = REPO_ROOT) -> str:
@@ -119,11 +123,7 @@ def test_serve_runs_a_triggered_refresh(prefect_server, tmp_path):
         assert state == "COMPLETED"
         assert query(db, "SELECT flow_run_id FROM runs WHERE kind = 'refresh'") == [(flow_run_id,)]
     finally:
-        serve.terminate()
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            serve.kill()
+        stop(serve)
 
 
 def test_serve_rejects_a_bad_cron(tmp_path):

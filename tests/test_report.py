@@ -19,6 +19,7 @@ from warehouse.judgments import JudgmentRow, insert_judgments
 FIGURES = {
     "model-ratings": {"rank-comparison"},
     "bt": {"bt-intervals"},
+    "intervals": {"equilibrium-intervals", "rank-probabilities"},
     "support": {"support"},
     "payoffs": {"payoff-heatmaps"},
     "contributions": {"contributions"},

@@ -51,6 +51,26 @@ class EquilibriumRecord:
     contributions: np.ndarray | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class IntervalRecord:
+    """Bootstrap confidence of one method's model ratings under one resampling scheme (M models):
+    full-data `rating`, percentile interval lo / hi and `median`, rank_probabilities (M, M)
+    [model, rank - 1], top_k {1: (M,), 3: (M,)} = P(rank <= k)."""
+
+    method: str
+    scheme: str
+    models: Sequence[str]
+    rating: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    median: np.ndarray
+    confidence: float
+    rank_probabilities: np.ndarray
+    top_k: dict[int, np.ndarray]
+    replicates: int
+    max_exploitability: float | None = None
+
+
 def _insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, tuple[str, list]]) -> None:
     """Insert column-wise lists in one statement (unnest), far faster than executemany."""
     names = list(columns)
@@ -70,7 +90,7 @@ def _floats(values: np.ndarray | None, n: int) -> list:
 
 
 _RUN_TABLES = ("payoffs", "ratings", "equilibria", "equilibrium_marginals", "equilibrium_joint",
-               "contributions", "coverage", "run_inputs", "dropped")
+               "contributions", "coverage", "run_inputs", "dropped", "rating_intervals", "rank_probabilities")
 
 
 def write_rate_run(
@@ -81,10 +101,11 @@ def write_rate_run(
     dropped: Dropped,
     ratings: Sequence[MethodRatings],
     equilibria: Sequence[EquilibriumRecord],
+    intervals: Sequence[IntervalRecord] = (),
 ) -> None:
     """Write everything a rate run produced, replacing any earlier rows of the same run_id, in one
     transaction (nothing partial on failure). `tensor` is the solved (complete) tensor,
-    `coverage_tensor` the one before the missing-data policy."""
+    `coverage_tensor` the one before the missing-data policy; `intervals` the bootstrap confidence."""
     con.execute("BEGIN TRANSACTION")
     try:
         for table in _RUN_TABLES:
@@ -96,6 +117,8 @@ def write_rate_run(
             _write_ratings(con, run.run_id, r)
         for eq in equilibria:
             _write_equilibrium(con, run.run_id, tensor, eq)
+        for record in intervals:
+            _write_interval(con, run.run_id, record)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -210,6 +233,37 @@ def _write_equilibrium(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTen
         })
 
 
+def _write_interval(con: duckdb.DuckDBPyConnection, run_id: str, b: IntervalRecord) -> None:
+    m = len(b.models)
+    probs = np.asarray(b.rank_probabilities, dtype=np.float64)
+    if probs.shape != (m, m):
+        raise ValueError(f"{b.method} {b.scheme}: rank_probabilities must be ({m}, {m}); got {probs.shape}")
+    _insert_columns(con, "rating_intervals", {
+        "run_id": ("VARCHAR", [run_id] * m),
+        "method": ("VARCHAR", [b.method] * m),
+        "scheme": ("VARCHAR", [b.scheme] * m),
+        "model_id": ("VARCHAR", list(b.models)),
+        "rating": ("DOUBLE", np.asarray(b.rating, dtype=float).tolist()),
+        "lo": ("DOUBLE", np.asarray(b.lo, dtype=float).tolist()),
+        "hi": ("DOUBLE", np.asarray(b.hi, dtype=float).tolist()),
+        "median": ("DOUBLE", np.asarray(b.median, dtype=float).tolist()),
+        "confidence": ("DOUBLE", [float(b.confidence)] * m),
+        "p_top1": ("DOUBLE", np.asarray(b.top_k[1], dtype=float).tolist()),
+        "p_top3": ("DOUBLE", np.asarray(b.top_k[3], dtype=float).tolist()),
+        "replicates": ("INTEGER", [int(b.replicates)] * m),
+        "max_exploitability": ("DOUBLE", [None if b.max_exploitability is None else float(b.max_exploitability)] * m),
+    })
+    i, k = np.nonzero(np.ones((m, m), dtype=bool))
+    _insert_columns(con, "rank_probabilities", {
+        "run_id": ("VARCHAR", [run_id] * len(i)),
+        "method": ("VARCHAR", [b.method] * len(i)),
+        "scheme": ("VARCHAR", [b.scheme] * len(i)),
+        "model_id": ("VARCHAR", [b.models[j] for j in i]),
+        "rank": ("INTEGER", (k + 1).tolist()),
+        "probability": ("DOUBLE", probs[i, k].tolist()),
+    })
+
+
 # ---------------------------------------------------------------------------------------- reading
 
 
@@ -317,3 +371,19 @@ def read_prompt_texts(con: duckdb.DuckDBPyConnection, dataset: str, prompt_ids: 
         "SELECT prompt_id, text FROM prompts WHERE dataset = $dataset AND list_contains($ids, prompt_id)",
         {"dataset": dataset, "ids": list(prompt_ids)}).fetchall()
     return dict(rows)
+
+
+def read_rating_intervals(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict]:
+    """Bootstrap intervals of the run's model ratings: method, scheme, model_id, rating, lo, hi, median,
+    confidence, p_top1, p_top3, replicates, max_exploitability; best full-data rating first."""
+    return _dicts(con.execute(
+        "SELECT method, scheme, model_id, rating, lo, hi, median, confidence, p_top1, p_top3, replicates, "
+        "max_exploitability FROM rating_intervals WHERE run_id = ? ORDER BY method, scheme, rating DESC, model_id",
+        [run_id]))
+
+
+def read_rank_probabilities(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict]:
+    """P(rank) of every model of the run: method, scheme, model_id, rank, probability."""
+    return _dicts(con.execute(
+        "SELECT method, scheme, model_id, rank, probability FROM rank_probabilities WHERE run_id = ? "
+        "ORDER BY method, scheme, model_id, rank", [run_id]))

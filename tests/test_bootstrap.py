@@ -1,0 +1,157 @@
+"""Bootstrap confidence of equilibrium ratings (solvers/bootstrap.py): the clone identities it solves
+with, interval coverage on games with a known population rating, rank probabilities, determinism,
+judge-sample resampling, and the tables a rate run writes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import solvers
+import warehouse
+from solvers.bootstrap import (
+    bootstrap_ratings,
+    judgment_replicate,
+    prompt_replicate,
+    rank_probabilities,
+    solve_king_ratings,
+)
+from solvers.games import KING
+from warehouse import ratings as store
+
+
+def _direct(method: str, u: np.ndarray) -> np.ndarray:
+    """King ratings of the game as given (duplicated prompts and all), by the public solvers."""
+    target = "affinity" if method in ("ne", "cce") else "uniform"
+    game = solvers.koth_game(u)
+    eq = solvers.nash(game, target=target) if method.startswith("ne") else solvers.cce(game, target=target)
+    return np.asarray(eq.ratings[KING])
+
+
+@pytest.mark.parametrize("method", ["ne", "cce", "ne-shannon", "cce-shannon"])
+def test_replicate_with_copies_is_solved_as_its_distinct_prompts(method):
+    u = solvers.synthetic_king_tensor(40, 5, seed=3)
+    idx = prompt_replicate(40, seed=1, replicate=0)
+    assert len(np.unique(idx)) < 40  # the replicate does hold copies
+    ratings, expl = solve_king_ratings(method, u[idx])
+    np.testing.assert_allclose(ratings, _direct(method, u[idx]), atol=1e-6)
+    assert expl <= 1e-6
+    if method in ("ne", "cce"):  # affinity ignores copies: the game of the distinct prompts, once each
+        np.testing.assert_allclose(ratings, _direct(method, u[np.unique(idx)]), atol=1e-6)
+    else:  # the uniform target counts them: a different game than the distinct prompts once each
+        assert np.abs(ratings - _direct(method, u[np.unique(idx)])).max() > 1e-4
+
+
+def test_rank_probabilities_share_ties_and_sum_to_one():
+    exact = rank_probabilities(np.array([[0.0, 0.0, -1.0], [0.0, -0.5, -0.2]]))
+    np.testing.assert_allclose(exact, [[0.75, 0.25, 0.0], [0.25, 0.25, 0.5], [0.0, 0.5, 0.5]])
+    rng = np.random.default_rng(0)
+    ratings = np.round(rng.normal(size=(300, 6)), 1)  # many ties
+    p = rank_probabilities(ratings)
+    np.testing.assert_allclose(p.sum(axis=0), 1.0)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    b = bootstrap_ratings(solvers.synthetic_king_tensor(30, 5, seed=2), ["cce"], replicates=20,
+                          schemes=("prompts",))[0]
+    np.testing.assert_allclose(b.rank_probabilities.sum(axis=0), 1.0)
+    np.testing.assert_allclose(b.rank_probabilities.sum(axis=1), 1.0)
+    np.testing.assert_allclose(b.top_k[1], b.rank_probabilities[:, 0])
+    np.testing.assert_allclose(b.top_k[3].sum(), 3.0)
+    assert np.all(b.lo <= b.hi)
+
+
+def _battles(u: np.ndarray, per_order: int, rng: np.random.Generator):
+    """+-1 / 0 verdicts per ordered cell and the position-balanced u_king they give."""
+    P, M, _ = u.shape
+    p, a, b = np.nonzero(~np.eye(M, dtype=bool)[None].repeat(P, axis=0))
+    p, a, b = (np.repeat(x, per_order) for x in (p, a, b))
+    score = rng.choice([-1.0, 0.0, 1.0], size=len(p))
+    means = np.zeros((P, M, M))
+    np.add.at(means, (p, a, b), score / per_order)
+    return 0.5 * (means - np.swapaxes(means, 1, 2)), {"prompt": p, "model_a": a, "model_b": b, "score": score}
+
+
+def test_judgment_resampling_keeps_constant_cells_and_is_unbiased():
+    rng = np.random.default_rng(4)
+    u, battles = _battles(np.zeros((6, 4, 4)), 4, rng)
+    constant = (battles["prompt"] == 2) & np.isin(battles["model_a"], [0, 1]) & np.isin(battles["model_b"], [0, 1])
+    battles["score"][constant] = 0.5  # cell (2, 0, 1): every sample of both orders equal
+    u = u.copy()
+    u[2, 0, 1] = u[2, 1, 0] = 0.0
+    imputed = np.zeros(u.shape, dtype=bool)
+    imputed[4, 1, 3] = imputed[4, 3, 1] = True
+    u[4, 1, 3], u[4, 3, 1] = 0.3, -0.3  # an imputed cell keeps its value whatever its samples say
+    reps = np.stack([judgment_replicate(u, battles, seed=9, replicate=b, imputed=imputed) for b in range(400)])
+    assert np.all(reps[:, 2, 0, 1] == u[2, 0, 1]) and np.all(reps[:, 4, 1, 3] == 0.3)
+    np.testing.assert_allclose(reps, -np.swapaxes(reps, 2, 3))
+    assert np.all(np.abs(reps) <= 1.0)
+    moving = np.std(reps, axis=0) > 0
+    assert moving.sum() > 0.8 * (6 * 12 - 4)  # nearly every other cell moves
+    # Each order's resampled mean is unbiased for its sample mean, so the cell is unbiased for u.
+    se = np.std(reps, axis=0) / np.sqrt(len(reps))
+    assert np.all(np.abs(reps.mean(axis=0) - u) <= 4.5 * se + 1e-12)
+    # Resampled values stay on the grid of 1/2 (mean of 4 draws - mean of 4 draws): multiples of 1/8.
+    judged = reps[:, ~imputed]
+    np.testing.assert_allclose(judged * 8, np.round(judged * 8), atol=1e-9)
+
+
+def test_same_seed_same_replicates_whatever_the_workers():
+    u = solvers.synthetic_king_tensor(30, 4, seed=1)
+    u, battles = _battles(u, 2, np.random.default_rng(1))
+    kwargs = {"replicates": 12, "battles": battles}
+    a = bootstrap_ratings(u, ["ne", "cce"], seed=5, workers=1, **kwargs)
+    b = bootstrap_ratings(u, ["ne", "cce"], seed=5, workers=2, **kwargs)
+    c = bootstrap_ratings(u, ["ne", "cce"], seed=6, workers=1, **kwargs)
+    assert [(r.method, r.scheme) for r in a] == [("ne", "prompts"), ("ne", "judgments"),
+                                                 ("cce", "prompts"), ("cce", "judgments")]
+    for x, y, z in zip(a, b, c):
+        np.testing.assert_array_equal(x.ratings, y.ratings)
+        assert not np.array_equal(x.ratings, z.ratings)
+
+
+def test_intervals_cover_the_population_rating():
+    """Prompts are i.i.d. draws from a population of 400 prompts; the population game's cce-shannon
+    ratings are the truth (the uniform target weights prompts by frequency, so the sample's ratings
+    estimate them). The 95% interval must hold it in >= 90% of (seed, model) cases."""
+    population = solvers.synthetic_king_tensor(400, 4, seed=11, judgments=4, prompt_noise=1.5)
+    truth = _direct("cce-shannon", population)
+    hits, widths = [], []
+    for seed in range(12):
+        sample = population[np.random.default_rng(100 + seed).integers(0, 400, size=60)]
+        b = bootstrap_ratings(sample, ["cce-shannon"], replicates=100, seed=seed, schemes=("prompts",))[0]
+        hits.extend((b.lo - 1e-6 <= truth) & (truth <= b.hi + 1e-6))
+        widths.append(np.mean(b.hi - b.lo))
+    coverage = np.mean(hits)
+    assert coverage >= 0.9, f"coverage {coverage:.2f}"
+    assert np.mean(widths) > 0.01  # not trivially wide-open nor degenerate: informative intervals
+    assert np.mean(widths) < 0.5
+
+
+def test_rate_run_writes_and_reads_back_the_tables(prefect_harness, tmp_path):
+    from flows.ingest import ingest_flow
+    from flows.rate import rate_flow
+
+    db = str(tmp_path / "w.duckdb")
+    ingest_flow(dataset="vicuna80", db=db)
+    result = rate_flow(db=db, dataset="vicuna80", judges=["prd:gpt4"], methods=["ne", "cce-shannon"],
+                       bootstrap=8, seed=3)
+    con = warehouse.connect(db, read_only=True)
+    try:
+        intervals = store.read_rating_intervals(con, result.run_id)
+        probs = store.read_rank_probabilities(con, result.run_id)
+        full = {(r["method"], r["action"]): r["rating"] for r in store.read_ratings(con, result.run_id)
+                if r["player"] == "king"}
+    finally:
+        con.close()
+    keys = {(r["method"], r["scheme"]) for r in intervals}
+    assert keys == {(m, s) for m in ("ne", "cce-shannon") for s in ("prompts", "judgments")}
+    assert len(intervals) == 4 * 5 and len(probs) == 4 * 5 * 5
+    for r in intervals:
+        assert r["rating"] == pytest.approx(full[(r["method"], r["model_id"])])
+        assert r["lo"] <= r["median"] <= r["hi"] and r["replicates"] == 8 and r["confidence"] == 0.95
+        assert 0.0 <= r["p_top1"] <= r["p_top3"] <= 1.0 and r["max_exploitability"] <= 1e-6
+    for key in keys:
+        rows = [p for p in probs if (p["method"], p["scheme"]) == key]
+        for model in {p["model_id"] for p in rows}:
+            assert sum(p["probability"] for p in rows if p["model_id"] == model) == pytest.approx(1.0)
+        for rank in range(1, 6):
+            assert sum(p["probability"] for p in rows if p["rank"] == rank) == pytest.approx(1.0)
