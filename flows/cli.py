@@ -487,15 +487,43 @@ def judge_command(
     dask_workers: int = typer.Option(2, "--dask-workers", min=1, help="--runner dask without --dask-address: "
                                      "worker processes of the local cluster."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    adaptive: bool = typer.Option(False, "--adaptive", help="Judge adaptively: a small random design, then "
+                                  "batches of the cells that matter most for the NE ranking, until every adjacent "
+                                  "pair is ordered with --stop-probability or --max-calls is reached."),
+    batch_calls: int = typer.Option(200, "--batch-calls", min=2, help="--adaptive: judge calls per round "
+                                    "(--samples-per-order caps the samples of each cell and order)."),
+    stop_probability: float = typer.Option(0.95, "--stop-probability", min=0.0, max=1.0, help="--adaptive: stop "
+                                           "when every adjacent pair of the NE ranking has this order probability."),
 ) -> None:
     """Judge the missing (prompt, model pair, order, sample) cells with an LLM judge; resumable."""
     import sys
 
     from tasks.judge.providers import parse_judge_spec
 
-    parse_judge_spec(judge)  # a malformed spec fails first
+    spec = parse_judge_spec(judge)  # a malformed spec fails first
+    if spec.provider == "recorded" and spec.base_url is None and db is not None:
+        judge = f"{judge}@{db}"  # the replay judge reads its recording from the same warehouse
     chosen = [m.strip() for m in models.split(",") if m.strip()] if models else None
     dataset = _checked_dataset(dataset, db)
+    if adaptive and not plan:
+        from flows.adaptive import adaptive_judge_flow
+
+        with quiet_prefect():
+            result = adaptive_judge_flow(
+                judge=judge, dataset=dataset, models=chosen, prompts=prompts, template=template,
+                max_calls=max_calls, batch_calls=batch_calls, stop_probability=stop_probability,
+                max_samples_per_order=samples_per_order,
+                concurrency=concurrency, retries=retries, retry_wait=retry_wait, timeout=timeout,
+                prices=str(prices) if prices else None, db=str(db) if db else None)
+        if as_json:
+            from dataclasses import asdict
+
+            typer.echo(json.dumps(asdict(result), indent=2))
+            return
+        typer.echo(f"{result.judge} on {dataset}: NE ranking {' > '.join(result.ranking)}")
+        typer.echo(result.message)
+        typer.echo(f"run {result.run_id}")
+        return
     if plan:  # only reads the warehouse: no Prefect, no provider SDK
         from flows.judge_plan import plan_judge_run
 

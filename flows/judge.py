@@ -98,6 +98,9 @@ def judge_flow(
         raise ValueError(f"--runner {runner!r}: expected one of {', '.join(RUNNERS)}")
     if runner == "dask" and batch:
         raise ValueError("--runner dask makes live calls; it cannot be combined with --batch")
+    if judge.startswith("recorded:") and (batch or runner == "dask"):
+        raise ValueError(f"{judge} replays stored judgments from this process; it cannot be combined with "
+                         "--batch or --runner dask")
     setup = prepare_judge(judge, template, prices, max_cost=max_cost, max_calls=max_calls, batch=batch,
                           multi_sample=multi_sample)
     spec, chosen_template, price, multi = setup.spec, setup.template, setup.price, setup.multi_sample

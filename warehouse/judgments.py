@@ -178,3 +178,53 @@ def read_ok_scores(con: duckdb.DuckDBPyConnection, judge: str, dataset: str) -> 
         "WHERE dataset = ? AND judge = ? AND status = 'ok'",
         [dataset, judge],
     ).fetchall()
+
+
+def read_recorded_judgments(con: duckdb.DuckDBPyConnection, judge: str):
+    """A judge's ok and unparsed samples on every dataset, with the texts a replay must recognise.
+
+    Returns (rows, questions, answers): rows (dataset, prompt_id, model_a, model_b, sample_index, score,
+    verdict, raw_text, tokens_out) ordered by cell and sample index (one template: the first, per cell);
+    questions {(dataset, prompt_id): text}; answers {(dataset, prompt_id, model_id): text}.
+    """
+    rows = con.execute(
+        """
+        WITH first_template AS (
+            SELECT dataset, prompt_id, model_a, model_b, min(template_hash) AS template_hash
+            FROM judgments WHERE judge = $judge AND status IN ('ok', 'unparsed') GROUP BY ALL
+        )
+        SELECT j.dataset, j.prompt_id, j.model_a, j.model_b, j.sample_index, j.score, j.verdict, j.raw_text,
+               j.tokens_out
+        FROM judgments j JOIN first_template USING (dataset, prompt_id, model_a, model_b, template_hash)
+        WHERE j.judge = $judge AND j.status IN ('ok', 'unparsed')
+        ORDER BY j.dataset, j.prompt_id, j.model_a, j.model_b, j.sample_index
+        """,
+        {"judge": judge},
+    ).fetchall()
+    datasets = sorted({r[0] for r in rows})
+    questions = {(d, p): t for d, p, t in con.execute(
+        "SELECT dataset, prompt_id, text FROM prompts WHERE list_contains($d, dataset)", {"d": datasets}).fetchall()}
+    answers = {(d, p, m): t for d, p, m, t in con.execute(
+        "SELECT dataset, prompt_id, model_id, text FROM responses WHERE list_contains($d, dataset)",
+        {"d": datasets}).fetchall()}
+    return rows, questions, answers
+
+
+def read_replay_next_indices(con: duckdb.DuckDBPyConnection, judge: str) -> list[tuple[str, str, str, str, str, int]]:
+    """(template_hash, dataset, prompt_id, model_a, model_b, next sample index) of every cell `judge` has rows for."""
+    return con.execute(
+        "SELECT template_hash, dataset, prompt_id, model_a, model_b, max(sample_index) + 1 FROM judgments "
+        "WHERE judge = ? GROUP BY ALL",
+        [judge],
+    ).fetchall()
+
+
+def read_samples(
+    con: duckdb.DuckDBPyConnection, judge: str, template_hash: str, dataset: str
+) -> list[tuple[str, str, str, int, str, float | None]]:
+    """(prompt_id, model_a, model_b, sample_index, status, score) of every row of a judge + template on a dataset."""
+    return con.execute(
+        "SELECT prompt_id, model_a, model_b, sample_index, status, score FROM judgments "
+        "WHERE judge = ? AND template_hash = ? AND dataset = ? ORDER BY ALL",
+        [judge, template_hash, dataset],
+    ).fetchall()

@@ -3,6 +3,7 @@
     openai:MODEL                       the OpenAI API (key: OPENAI_API_KEY; OPENAI_BASE_URL is honoured)
     gemini:MODEL                       the Gemini API via google-genai (key: GEMINI_API_KEY or GOOGLE_API_KEY)
     openai-compatible:MODEL@BASE_URL   any OpenAI-compatible server: vLLM, llama.cpp, Ollama, ...
+    recorded:JUDGE[@DB]                replays JUDGE's stored judgments offline (tasks/judge/replay.py)
 
 `openai:` and `gemini:` also accept `@BASE_URL` (a proxy or a test server). An openai-compatible server
 gets OPENAI_API_KEY when it is set (that key is then sent to that server) and a placeholder key
@@ -28,7 +29,7 @@ from typing import Any
 import httpx
 import httpx2
 
-PROVIDERS = ("openai", "gemini", "openai-compatible")
+PROVIDERS = ("openai", "gemini", "openai-compatible", "recorded")
 PLACEHOLDER_KEY = "no-key"
 FATAL_STATUS = (401, 403, 404)  # wrong key, no access, unknown model: stop the run, do not write rows
 TRANSIENT_STATUS = (408, 409, 429, 500, 502, 503, 504)
@@ -64,12 +65,15 @@ def parse_judge_spec(spec: str) -> JudgeSpec:
     provider, sep, rest = spec.partition(":")
     if not sep or provider not in PROVIDERS:
         raise JudgeSpecError(
-            f"--judge {spec!r}: expected openai:MODEL, gemini:MODEL or openai-compatible:MODEL@BASE_URL"
+            f"--judge {spec!r}: expected openai:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL or "
+            f"recorded:JUDGE"
         )
     model, _, base_url = rest.partition("@")
     model, base_url = model.strip(), base_url.strip() or None
     if not model:
         raise JudgeSpecError(f"--judge {spec!r}: the model name is empty")
+    if provider == "recorded":  # recorded:JUDGE[@DB]: the judge whose judgments are replayed, the warehouse file
+        return JudgeSpec(provider, model, base_url)
     if provider == "openai-compatible" and base_url is None:
         raise JudgeSpecError(
             f"--judge {spec!r}: an openai-compatible judge needs the server, e.g. "
@@ -292,6 +296,10 @@ def make_provider(spec: JudgeSpec | str, *, timeout_s: float = 120.0) -> Provide
     """The provider for a spec; raises JudgeSpecError when the spec is malformed or its key is missing."""
     if isinstance(spec, str):
         spec = parse_judge_spec(spec)
+    if spec.provider == "recorded":
+        from tasks.judge.replay import make_replay_provider
+
+        return make_replay_provider(spec)
     if spec.provider == "gemini":
         return GeminiProvider(spec, timeout_s=timeout_s)
     return OpenAIProvider(spec, timeout_s=timeout_s)

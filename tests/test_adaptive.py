@@ -1,0 +1,117 @@
+"""Adaptive judging (solvers/adaptive.py): the stop rule, the preference for support cells, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers import synthetic_king_tensor
+from solvers.adaptive import (
+    STOP_BUDGET,
+    STOP_CONFIDENT,
+    CellStats,
+    adaptive_judging,
+    adjacent_order_probabilities,
+    both_orders,
+    cell_priority,
+    cell_sd,
+    rate,
+    select_cells,
+    stop_reason,
+)
+
+
+def noisy_judge(u, seed):
+    rng = np.random.default_rng(seed)
+
+    def judge(requests):
+        p, a, b = requests.T
+        return np.where(rng.random(len(requests)) < (1 + u[p, a, b]) / 2, 1.0, -1.0)
+
+    return judge
+
+
+def test_stop_rule_threshold_and_budget():
+    assert stop_reason(np.array([0.96, 0.99]), 10, 100, 0.95) == STOP_CONFIDENT
+    assert stop_reason(np.array([0.96, 0.94]), 10, 100, 0.95) is None
+    assert stop_reason(np.array([0.96, 0.94]), 100, 100, 0.95) == STOP_BUDGET
+    assert stop_reason(np.array([0.96, 0.94]), 10, None, 0.95) is None
+
+
+def test_adjacent_probabilities_count_kept_relations():
+    full = np.array([0.0, -0.5, -0.2])            # ranking 0 > 2 > 1
+    reps = np.array([[0.0, -0.5, -0.2], [0.0, -0.1, -0.2], [-0.3, -0.5, -0.2], [0.0, -0.6, -0.1]])
+    np.testing.assert_allclose(adjacent_order_probabilities(full, reps), [0.75, 0.75])
+
+
+def test_loop_stops_when_confident_and_at_the_budget():
+    u = np.zeros((20, 3, 3))
+    u[:, 0, 1:], u[:, 1, 2] = 1.0, 1.0
+    u -= u.transpose(0, 2, 1)                        # model 0 beats all, 1 beats 2, on every prompt: certain
+    done = adaptive_judging(noisy_judge(u, 0), 20, 3, max_calls=10_000, replicates=10, initial_prompts=20)
+    assert done.stopped_by == STOP_CONFIDENT and done.calls == [20 * 3 * 2]
+    v = np.asarray(synthetic_king_tensor(30, 5, seed=2))
+    capped = adaptive_judging(noisy_judge(v, 0), 30, 5, max_calls=160, batch_calls=40, replicates=5,
+                              stop_probability=1.01, initial_prompts=2)
+    assert capped.stopped_by == STOP_BUDGET and capped.calls[-1] == 160 and capped.stats.n.sum() == 160
+    assert capped.calls == [40, 80, 120, 160]
+
+
+def test_selection_prefers_cells_of_the_support():
+    v = np.asarray(synthetic_king_tensor(40, 6, seed=4))
+    stats = CellStats.empty(40, 6)
+    i, j = np.triu_indices(6, 1)
+    cells = np.array([(p, a, b) for p in range(40) for a, b in zip(i, j)])
+    stats.add(both_orders(cells), v[tuple(both_orders(cells).T)])  # every cell once, exact means
+    rating = rate(stats)
+    sd = cell_sd(stats, 0.5)
+    need = np.full(6, 0.05)
+    need[3] = 1.0                                   # only model 3's place is in doubt
+    support_p = rating.masses[0] > 1e-6
+    k = min(30, 5 * int(support_p.sum()))
+    assert 0 < support_p.mean() < 0.5
+    chosen = select_cells(cell_priority(rating, sd, need), stats, k, np.random.default_rng(0))
+    assert support_p[chosen[:, 0]].mean() >= 0.8 and ((chosen[:, 1] == 3) | (chosen[:, 2] == 3)).all()
+    # the uniform baseline does not prefer them
+    uniform = select_cells(np.ones_like(sd), stats, k, np.random.default_rng(0))
+    assert support_p[uniform[:, 0]].mean() < support_p[chosen[:, 0]].mean()
+
+
+def test_cells_at_the_sample_cap_are_never_chosen():
+    stats = CellStats.empty(2, 3)
+    stats.add(both_orders(np.array([[0, 0, 1]])), np.array([1.0, -1.0]))
+    priority = np.zeros((2, 3, 3))
+    priority[0, 0, 1] = 10.0
+    chosen = select_cells(priority, stats, 1, np.random.default_rng(0), max_samples_per_order=1)
+    assert chosen.tolist() != [[0, 0, 1]] and len(chosen) == 1
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "uniform"])
+def test_same_seed_same_run(strategy):
+    v = np.asarray(synthetic_king_tensor(30, 5, seed=3))
+    runs = [adaptive_judging(noisy_judge(v, 7), 30, 5, max_calls=200, batch_calls=60, replicates=5,
+                             stop_probability=1.01, strategy=strategy, seed=11) for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].stats.n, runs[1].stats.n)
+    np.testing.assert_array_equal(runs[0].ratings[-1], runs[1].ratings[-1])
+    other = adaptive_judging(noisy_judge(v, 7), 30, 5, max_calls=200, batch_calls=60, replicates=5,
+                             stop_probability=1.01, strategy=strategy, seed=12)
+    assert not np.array_equal(other.stats.n, runs[0].stats.n)
+
+
+def test_adaptive_flow_with_the_replay_judge(prefect_harness, tmp_path):
+    import warehouse
+    from flows.adaptive import adaptive_judge_flow
+    from tasks import ingest
+
+    db = tmp_path / "prd.duckdb"
+    ingest.write_dataset.fn(str(db), ingest.read_dataset.fn("vicuna80"), False, "ingest-test")
+    out = adaptive_judge_flow(judge=f"recorded:prd:gpt4@{db}", dataset="vicuna80", db=str(db), max_calls=300,
+                              batch_calls=100, replicates=5, max_samples_per_order=1, retries=1)
+    assert out.stopped_by == "budget" and out.calls == [100, 200, 300] and out.stats["ok"] == 300
+    con = warehouse.connect(db)
+    got = con.execute("SELECT count(*), count(DISTINCT (prompt_id, model_a, model_b)), max(sample_index) "
+                      "FROM judgments WHERE judge = 'recorded:prd:gpt4' AND status = 'ok'").fetchone()
+    run = con.execute("SELECT status FROM runs WHERE run_id = ?", [out.run_id]).fetchone()
+    con.close()
+    assert got == (300, 300, 0) and run == ("ok",)
+    assert sorted(out.ranking) == sorted(["bard", "claude", "gpt35", "gpt4", "vicuna-13b"])
