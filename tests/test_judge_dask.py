@@ -88,7 +88,7 @@ def keyed_cluster():
     process drops it again), reached by address as an existing cluster would be."""
     from distributed import LocalCluster
 
-    key = "dask-test-key-not-a-secret"
+    key = "workers-only-test-key"
     os.environ["OPENAI_API_KEY"] = key
     try:
         cluster = LocalCluster(n_workers=2, threads_per_worker=8, processes=True, dashboard_address=":0")
