@@ -117,6 +117,23 @@ def king_ratings(u_king: np.ndarray) -> tuple[np.ndarray, float]:
     return np.asarray(eq.ratings[KING], dtype=np.float64), time.perf_counter() - start
 
 
+def score_filled(stats: dict, filled: np.ndarray, u: np.ndarray, upper: np.ndarray, ref: np.ndarray,
+                 ref_ranks: np.ndarray) -> float:
+    """Append the filled game's RMSE on the hidden cells and its NE ranking's agreement with the complete
+    game's (top-3 set, top-1 set, Kendall tau) to `stats`; returns the NE solve's seconds."""
+    from scipy.stats import kendalltau
+
+    from solvers.clones import dense_ranks
+
+    stats["rmse"].append(float(np.sqrt(np.mean((filled[upper] - u[upper]) ** 2))))
+    ratings, ne_seconds = king_ratings(filled)
+    ranks = dense_ranks(ratings)
+    stats["top3"].append(np.array_equal(ranks <= 3, ref_ranks <= 3))
+    stats["top1"].append(np.array_equal(ranks == 1, ref_ranks == 1))
+    stats["tau"].append(float(kendalltau(ref, ratings).statistic))
+    return ne_seconds
+
+
 def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, judgments: int = 8,
              only: tuple[str, ...] | None = None) -> tuple[list[tuple], dict]:
     """One table block: per variant (name, top-3 share, top-1 share, tau, impute s, RMSE, NE s, failures).
@@ -124,7 +141,6 @@ def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, jud
     judgments: verdicts per cell of the game and of the re-judge rows; only: run just the variants whose
     names start with one of these (each keeps its own random stream, so shared rows agree across calls).
     """
-    from scipy.stats import kendalltau
 
     from solvers.clones import dense_ranks
     from solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
@@ -170,13 +186,7 @@ def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, jud
             if isinstance(filled, ImputedTensor):
                 info["shrinkage"].append(filled.shrinkage)
                 filled = filled.u_king
-            s["rmse"].append(float(np.sqrt(np.mean((filled[upper] - u[upper]) ** 2))))
-            ratings, ne_seconds = king_ratings(filled)
-            s["ne"].append(ne_seconds)
-            ranks = dense_ranks(ratings)
-            s["top3"].append(np.array_equal(ranks <= 3, ref_ranks <= 3))
-            s["top1"].append(np.array_equal(ranks == 1, ref_ranks == 1))
-            s["tau"].append(float(kendalltau(ref, ratings).statistic))
+            s["ne"].append(score_filled(s, filled, u, upper, ref, ref_ranks))
     rows = []
     for name, s in stats.items():
         if name not in keep:
@@ -249,7 +259,6 @@ def load_prd_tensors() -> list[tuple[str, tuple[str, ...], np.ndarray]]:
 def run_real(u: np.ndarray, seeds: int, sparsity: float) -> tuple[list[tuple], np.ndarray, list[float]]:
     """Per variant (name, top-3 share, top-1 share, tau, impute s, RMSE, failures); the complete game's ratings;
     the shrinkage auto chose per seed."""
-    from scipy.stats import kendalltau
 
     from solvers.clones import dense_ranks
     from solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
@@ -282,12 +291,7 @@ def run_real(u: np.ndarray, seeds: int, sparsity: float) -> tuple[list[tuple], n
             if isinstance(filled, ImputedTensor):
                 chosen.append(filled.shrinkage)
                 filled = filled.u_king
-            s["rmse"].append(float(np.sqrt(np.mean((filled[upper] - u[upper]) ** 2))))
-            ratings, _ = king_ratings(filled)
-            ranks = dense_ranks(ratings)
-            s["top3"].append(np.array_equal(ranks <= 3, ref_ranks <= 3))
-            s["top1"].append(np.array_equal(ranks == 1, ref_ranks == 1))
-            s["tau"].append(float(kendalltau(ref, ratings).statistic))
+            score_filled(s, filled, u, upper, ref, ref_ranks)
     rows = []
     for name, s in stats.items():
         n = max(len(s["top3"]), 1)
