@@ -197,8 +197,9 @@ _MISSING_HELP = ("What to do with an incomplete tensor: refuse (default), drop-p
                  "shows how much of each rating rests on imputed cells).")
 
 
-def _print_model_ratings(db: Optional[Path], run_id: str) -> None:
-    """A rich table of the run's model ranks and ratings per method."""
+def _print_model_ratings(db: Optional[Path], run_id: str, rows: Optional[list[dict]] = None) -> None:
+    """A rich table of the run's model ranks and ratings per method (`rows`: the run's king ratings as
+    read already, else read from the warehouse)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -206,11 +207,12 @@ def _print_model_ratings(db: Optional[Path], run_id: str) -> None:
     from tasks.rate import METHODS
     from warehouse.ratings import read_ratings
 
-    con = warehouse.connect(db, read_only=True)
-    try:
-        rows = [r for r in read_ratings(con, run_id) if r["player"] == "king"]
-    finally:
-        con.close()
+    if rows is None:
+        con = warehouse.connect(db, read_only=True)
+        try:
+            rows = [r for r in read_ratings(con, run_id) if r["player"] == "king"]
+        finally:
+            con.close()
     methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
     by = {(r["method"], r["action"]): r for r in rows}
     models = sorted({r["action"] for r in rows}, key=lambda m: [by.get((k, m), {}).get("rank", 99) for k in methods])
@@ -395,8 +397,8 @@ def refresh_command(
         summary = refresh_flow(db=str(db) if db else None, out_dir=str(out), dataset=dataset, judge=judge,
                                methods=chosen, missing=missing, samples_per_order=samples_per_order,
                                max_cost=max_cost, analyses=chosen_analyses, wait_s=wait, yes=yes)
-    if summary.new_rate_run:
-        _print_model_ratings(db, summary.rate_run_id)
+    if summary.new_rate_run:  # read while the refresh held the warehouse: another run may write it now
+        _print_model_ratings(db, summary.rate_run_id, summary.model_ratings)
     typer.echo(refresh_line(summary))
 
 

@@ -32,7 +32,7 @@ from flows.run import (
 )
 from flows.run_context import current_flow_run_id, dataset_judge_name
 from tasks.rate import package_versions, parse_methods
-from tasks.refresh import find_analysis, find_current_rate_run, fingerprint_rate_inputs
+from tasks.refresh import find_analysis, find_current_rate_run, fingerprint_rate_inputs, read_model_ratings
 from warehouse.runs import RunRecord, upsert_run
 from warehouse.writer_lock import writer_lock
 
@@ -47,6 +47,7 @@ class RefreshSummary:
     report_path: Path
     db_path: Path
     steps: dict[str, str] = field(default_factory=dict)  # step -> what it did
+    model_ratings: list[dict] = field(default_factory=list)  # the rate run's king ratings, read under the lock
 
     @property
     def unchanged(self) -> bool:
@@ -140,7 +141,7 @@ def refresh_flow(
 
         summary = RefreshSummary(run_id=run_id, rate_run_id=rate_run_id, new_rate_run=new_rate_run,
                                  judge_calls=judge_calls, new_rows=new_rows, report_path=report_path,
-                                 db_path=db_path, steps=steps)
+                                 db_path=db_path, steps=steps, model_ratings=read_model_ratings(db, rate_run_id))
         con = warehouse.connect(db)
         try:
             upsert_run(con, RunRecord(

@@ -11,6 +11,7 @@ from prefect.cache_policies import NONE
 import warehouse
 from tasks.assemble import expand_judges
 from warehouse.analyses import latest_analysis
+from warehouse.ratings import read_ratings
 from warehouse.runs import matching_rate_run
 from warehouse.tensor import assemble_tensor, available_judges
 
@@ -45,3 +46,10 @@ def find_analysis(db: str | None, kind: str, rate_run_id: str) -> str | None:
     """The newest finished `kind` analysis of the rate run, or None."""
     with closing(warehouse.connect(db, read_only=True)) as con:
         return latest_analysis(con, kind, rate_run_id)
+
+
+@task(name="read_model_ratings", cache_policy=NONE)
+def read_model_ratings(db: str | None, rate_run_id: str) -> list[dict]:
+    """The rate run's model (king) ratings: method, action, rating, rank, ..."""
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        return [r for r in read_ratings(con, rate_run_id) if r["player"] == "king"]
