@@ -106,6 +106,10 @@ class FakeLLMServer:
         record_times: bool = False,
     ):
         self.qualities = qualities or {}
+        # One stream per kind of draw, so which requests fail does not depend on how concurrent
+        # requests interleave with verdict draws.
+        self.fault_rng = random.Random(f"{seed}:faults")
+        self.malformed_rng = random.Random(f"{seed}:malformed")
         self.rng = random.Random(seed)
         self.noise = noise
         self.latency_s = latency_s
@@ -336,7 +340,7 @@ class FakeLLMServer:
             if self.counters.requests <= self.fault_first:
                 fault = self.fault_kinds[(self.counters.requests - 1) % len(self.fault_kinds)]
             else:
-                fault = self.rng.choice(self.fault_kinds) if self.rng.random() < self.fault_rate else None
+                fault = self.fault_rng.choice(self.fault_kinds) if self.fault_rng.random() < self.fault_rate else None
             if fault:
                 self.counters.faults[fault] += 1
             wait = None if fault else self._take_rate_token()
@@ -393,7 +397,7 @@ class FakeLLMServer:
 
     def _verdict_text(self, system: str, user: str) -> str | None:
         """A judge output for the user message, or None for a malformed one (caller holds the lock)."""
-        if self.rng.random() < self.malformed_rate:
+        if self.malformed_rng.random() < self.malformed_rate:
             return None
         labels = FIVE if "[[A>>B]]" in system else THREE
         tags = list(dict.fromkeys(_MODEL_TAG.findall(user)))
