@@ -1,27 +1,28 @@
 """Benchmark: how many judge calls adaptive judging (solvers/adaptive.py) needs to recover the full data's
 NE model ranking, against uniform random sampling of cells.
 
-    uv run python bench/adaptive.py [--replicates 20] [--seed 0] [--skip-prd] [--skip-synthetic]
+    uv run python bench/adaptive.py [--seeds 5] [--replicates 20] [--skip-prd] [--skip-synthetic]
 
-PRD Vicuna-80 (80 prompts x 5 models, every ordered cell judged once per judge): each judge alone, and
-the five judges pooled (a cell's k-th sample is judge k's verdict, judges in a seeded order per cell,
-at most 5 samples per order). The "judge" serves the recorded score of the asked (cell, sample): what
-`recorded:<judge>` returns through the judge flow (tests/test_replay_judge.py checks the scores are
-identical); it is served from an array here so that the bench measures selection, not I/O. Full data =
-every recorded judgment; its NE (affinity LLE) king ratings are the reference. Full calls = 1600 per judge,
-8000 pooled.
+Every case is a recording of every ordered cell, replayed: a call returns the recorded score of the asked
+(cell, sample), what `recorded:<judge>` returns through the judge flow (tests/test_replay_judge.py checks the
+scores are identical); it is served from an array here so that the bench measures selection, not I/O. The
+full data = the whole recording, its NE (affinity LLE) king ratings the reference; full calls = its size.
 
-Synthetic: u = synthetic_king_tensor(500, 17); a call draws a verdict +1 with probability (1 + u) / 2,
-else -1 (mean u), at most 4 samples per order. Reference = the NE ranking of u itself; "full calls" =
-one sample per order of every cell (500 x 17 x 16 = 136,000).
+- PRD Vicuna-80 (80 prompts x 5 models, one judgment per ordered cell and judge): each judge alone (1,600
+  calls), and the five judges pooled (a cell's k-th sample is judge k's verdict, judges in a seeded order
+  per cell; 8,000 calls).
+- synthetic_king_tensor(500, 17) with a noisy judge: `--synthetic-samples` (2) verdicts per ordered cell,
+  +1 with probability (1 + u) / 2, else -1 (272,000 calls). How far the recording's NE ranking is from
+  that of u itself is printed too.
 
 Both strategies start from the same seeded design (every pair on 5 prompts, one sample per order) and
-judge `batch` calls per round up to the budget (no early stop, so the curves are comparable; the round
-at which the stop rule, every adjacent pair ordered with probability >= 0.95, would have stopped the
-adaptive run is printed too). After each round: Kendall's tau-b of the round's NE king ratings against
-the reference (scipy.stats.kendalltau; 1.0 when both have no variation), top-1 = the same best model
-(ties within 1e-4 share a rank, solvers.clones.dense_ranks). "reach" = the fewest calls after which tau
->= 0.95 and the top model is identical, as a fraction of the full calls.
+judge `batch` calls per round up to the budget (no early stop, so the curves are comparable; in how many
+seeds the stop rule, every adjacent pair ordered or tied within 0.02 with probability >= 0.95, would have
+stopped the adaptive run is printed too). After each round: Kendall's tau-b of the round's NE king ratings
+against the reference (scipy.stats.kendalltau; 1.0 when both have no variation), top-1 = the same best
+model (ties within 1e-4 share a rank, solvers.clones.dense_ranks). Per checkpoint the mean tau and the share
+of seeds with the right top model; "reach" = the fewest calls after which tau >= 0.95 and the top model is
+identical, as a fraction of the full calls (median over seeds, and in how many seeds it is <= 25%).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from scipy.stats import kendalltau
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solvers import synthetic_king_tensor  # noqa: E402
-from solvers.adaptive import adaptive_judging  # noqa: E402
+from solvers.adaptive import STOP_CONFIDENT, adaptive_judging, stop_reason  # noqa: E402
 from solvers.bootstrap import solve_king_ratings  # noqa: E402
 from solvers.clones import dense_ranks  # noqa: E402
 
@@ -83,7 +84,8 @@ def prd_recordings(seed: int) -> dict[str, tuple[np.ndarray, list[str]]]:
 
 
 def reference_ratings(scores: np.ndarray) -> np.ndarray:
-    mean = np.nanmean(scores, axis=0)
+    count = (~np.isnan(scores)).sum(axis=0)
+    mean = np.nansum(scores, axis=0) / np.maximum(count, 1)   # 0 where never recorded (the diagonal)
     u = 0.5 * (mean - mean.transpose(0, 2, 1))
     return solve_king_ratings("ne", np.nan_to_num(u))[0]
 
@@ -96,16 +98,6 @@ def recorded_judge(scores: np.ndarray):
         k = served[p, a, b]
         np.add.at(served, (p, a, b), 1)
         return np.where(k < len(scores), scores[np.minimum(k, len(scores) - 1), p, a, b], np.nan)
-
-    return judge
-
-
-def noisy_judge(u: np.ndarray, seed: int):
-    rng = np.random.default_rng([seed, 7])
-
-    def judge(requests):
-        p, a, b = requests.T
-        return np.where(rng.random(len(requests)) < (1 + u[p, a, b]) / 2, 1.0, -1.0)
 
     return judge
 
@@ -126,76 +118,107 @@ def at(points, calls) -> tuple[float, bool] | None:
 
 
 def run_case(name, make_judge, P, M, reference, full_calls, budget, batch, max_samples, args) -> dict:
-    out = {}
-    for strategy in ("adaptive", "uniform"):
-        started = time.perf_counter()
-        result = adaptive_judging(make_judge(), P, M, max_calls=budget, batch_calls=batch, stop_probability=1.01,
-                                  replicates=args.replicates, max_samples_per_order=max_samples,
-                                  strategy=strategy, seed=args.seed)
-        points = curve(result, reference)
-        stop_at = next((c for c, p in zip(result.calls, result.probabilities) if np.all(p >= 0.95)), None)
-        out[strategy] = dict(points=points, seconds=time.perf_counter() - started, stop_at=stop_at)
-    print(f"\n## {name}: P={P}, M={M}, full calls {full_calls:,}, budget {budget:,}, batch {batch:,}")
-    print(f"{'calls':>8} {'share':>6} | {'tau adaptive':>12} {'top1':>5} | {'tau uniform':>11} {'top1':>5}")
+    """Both strategies over `args.seeds` seeds; prints mean tau and top-1 share per checkpoint, and reach."""
+    runs = {"adaptive": [], "uniform": []}
+    seconds = {"adaptive": 0.0, "uniform": 0.0}
+    for seed in range(args.seed, args.seed + args.seeds):
+        for strategy in runs:
+            started = time.perf_counter()
+            result = adaptive_judging(make_judge(seed), P, M, max_calls=budget, batch_calls=batch,
+                                      stop_probability=1.01, replicates=args.replicates,
+                                      max_samples_per_order=max_samples, strategy=strategy, seed=seed)
+            seconds[strategy] += time.perf_counter() - started
+            stop_at = next((c for c, p, t in zip(result.calls, result.probabilities, result.tie_probabilities)
+                            if stop_reason(p, c, None, 0.95, t) == STOP_CONFIDENT), None)
+            runs[strategy].append(dict(points=curve(result, reference), stop_at=stop_at))
+    print(f"\n## {name}: P={P}, M={M}, full calls {full_calls:,}, budget {budget:,}, batch {batch:,}, "
+          f"{args.seeds} seeds")
+    print(f"{'calls':>8} {'share':>6} | {'mean tau adaptive':>17} {'top1':>5} | {'mean tau uniform':>16} {'top1':>5}")
     for share in CHECKPOINTS:
         calls = int(round(share * full_calls))
         if calls > budget:
             continue
-        a, u = at(out["adaptive"]["points"], calls), at(out["uniform"]["points"], calls)
-        fmt = lambda x: f"{x[0]:>12.3f} {('yes' if x[1] else 'no'):>5}" if x else f"{'-':>12} {'-':>5}"  # noqa: E731
-        print(f"{calls:>8,} {share:>6.0%} | {fmt(a)} | {fmt(u).replace('  ', ' ', 1)}")
-    for strategy in ("adaptive", "uniform"):
-        r = reach(out[strategy]["points"], full_calls)
-        stop = out[strategy]["stop_at"]
-        print(f"{strategy:>8}: reach tau>=0.95 & same top-1 at "
-              f"{'not within budget' if r is None else f'{r:.1%} of full calls'}; "
-              f"stop rule (all adjacent P>=0.95) would stop at "
-              f"{'never within budget' if stop is None else f'{stop:,} calls'}; {out[strategy]['seconds']:.0f}s")
-    out["reach"] = {s: reach(out[s]["points"], full_calls) for s in ("adaptive", "uniform")}
+        cols = []
+        for strategy in runs:
+            got = [at(r["points"], calls) for r in runs[strategy]]
+            got = [g for g in got if g is not None]
+            cols.append(f"{np.mean([t for t, _ in got]):>.3f} {np.mean([top for _, top in got]):>5.0%}" if got
+                        else f"{'-':>5} {'-':>5}")
+        print(f"{calls:>8,} {share:>6.0%} | {cols[0]:>23} | {cols[1]:>22}")
+    out = {}
+    for strategy in runs:
+        reached = [reach(r["points"], full_calls) for r in runs[strategy]]
+        stops = [r["stop_at"] for r in runs[strategy]]
+        within = sum(1 for r in reached if r is not None and r <= 0.25)
+        out[strategy] = dict(median=_median_reach(reached), within=within)
+        stopped = [s for s in stops if s is not None]
+        print(f"{strategy:>8}: reach tau>=0.95 & same top-1: median {_fmt(out[strategy]['median'])} of full calls, "
+              f"within 25% in {within}/{len(reached)} seeds; stop rule fired in {len(stopped)}/{len(stops)} seeds"
+              f"{f' (median {int(np.median(stopped)):,} calls)' if stopped else ''}; {seconds[strategy]:.0f}s")
     return out
+
+
+def _median_reach(reached: list[float | None]) -> float | None:
+    """Median share, a seed that never reached counting as infinitely late (None if most never reached)."""
+    ordered = sorted(np.inf if r is None else r for r in reached)
+    m = ordered[(len(ordered) - 1) // 2]
+    return None if np.isinf(m) else float(m)
+
+
+def _fmt(x: float | None) -> str:
+    return "not within budget" if x is None else f"{x:.1%}"
+
+
+def synthetic_recording(u: np.ndarray, samples: int, seed: int) -> np.ndarray:
+    """(samples, P, M, M) verdicts +1 with probability (1 + u) / 2, else -1, in every ordered cell."""
+    rng = np.random.default_rng([seed, 7])
+    draws = np.where(rng.random((samples, *u.shape)) < (1 + u[None]) / 2, 1.0, -1.0)
+    M = u.shape[1]
+    return np.where(np.eye(M, dtype=bool)[None, None], np.nan, draws)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds per case (designs, tie-breaks, replicates)")
+    parser.add_argument("--synthetic-samples", type=int, default=2, help="recorded verdicts per ordered cell")
     parser.add_argument("--skip-prd", action="store_true")
     parser.add_argument("--skip-synthetic", action="store_true")
     args = parser.parse_args()
     print("command: uv run python bench/adaptive.py " + " ".join(sys.argv[1:]))
     summary = []
+    cases = []
     if not args.skip_prd:
-        for name, (scores, models) in prd_recordings(args.seed).items():
-            P, M = scores.shape[1], scores.shape[2]
-            full = int((~np.isnan(scores)).sum())
-            ref = reference_ratings(scores)
-            order = " > ".join(models[k] for k in np.lexsort((np.arange(M), -ref)))
-            print(f"\nfull-data NE ranking of {name}: {order} (ratings {np.round(np.sort(ref)[::-1], 3).tolist()})")
-            res = run_case(name, lambda s=scores: recorded_judge(s), P, M, ref, full, budget=full // 2,
-                           batch=full // 32, max_samples=len(scores), args=args)
-            summary.append((name, full, res["reach"]))
+        cases += [(name, scores, models) for name, (scores, models) in prd_recordings(args.seed).items()]
     if not args.skip_synthetic:
         u = np.asarray(synthetic_king_tensor(500, 17))
-        P, M = u.shape[:2]
-        full = P * M * (M - 1)
-        ref = solve_king_ratings("ne", u)[0]
-        i, j = np.triu_indices(M, 1)
-        cells = np.array([(p, a, b) for p in range(P) for a, b in zip(i, j)])
-        judge, once = noisy_judge(u, args.seed + 1), np.zeros_like(u)
-        first, second = judge(cells), judge(cells[:, [0, 2, 1]])
-        once[cells[:, 0], cells[:, 1], cells[:, 2]] = 0.5 * (first - second)
-        once -= once.transpose(0, 2, 1)
-        ceiling = solve_king_ratings("ne", once)[0]
-        print(f"\nceiling: one full noisy pass ({full:,} calls) vs the NE ranking of u: tau {tau(ceiling, ref):.3f}, "
-              f"same top-1 {'yes' if same_top(ceiling, ref) else 'no'}")
-        res = run_case("synthetic_king_tensor(500, 17), noisy judge", lambda: noisy_judge(u, args.seed), P, M, ref,
-                       full, budget=int(0.4 * full), batch=full // 40, max_samples=4, args=args)
-        summary.append(("synthetic 500x17", full, res["reach"]))
+        scores = synthetic_recording(u, args.synthetic_samples, args.seed)
+        truth = solve_king_ratings("ne", u)[0]
+        recorded = reference_ratings(scores)
+        print(f"\nsynthetic_king_tensor(500, 17), {args.synthetic_samples} recorded noisy verdicts per ordered cell: "
+              f"NE ranking of the recording vs that of u itself: tau {tau(recorded, truth):.3f}, "
+              f"same top-1 {'yes' if same_top(recorded, truth) else 'no'}")
+        cases.append((f"synthetic 500x17, {args.synthetic_samples}/order", scores, [f"m{k}" for k in range(17)]))
+    for name, scores, models in cases:
+        P, M = scores.shape[1], scores.shape[2]
+        full = int((~np.isnan(scores)).sum())
+        ref = reference_ratings(scores)
+        order = " > ".join(models[k] for k in np.lexsort((np.arange(M), -ref)))
+        print(f"\nfull-data NE ranking of {name}: {order} (ratings {np.round(np.sort(ref)[::-1], 3).tolist()})")
+        big = P * M > 1000
+        res = run_case(name, lambda seed, s=scores: recorded_judge(s), P, M, ref, full,
+                       budget=int((0.4 if big else 0.5) * full), batch=full // (40 if big else 32),
+                       max_samples=len(scores), args=args)
+        summary.append((name, full, res))
     print("\n## summary: share of the full data's calls to reach tau >= 0.95 with the same top model (goal <= 25%)")
-    print(f"{'case':<28} {'full calls':>10} {'adaptive':>10} {'uniform':>10}")
+    print(f"{'case':<28} {'full calls':>10} | {'adaptive median':>15} {'<=25%':>6} | "
+          f"{'uniform median':>14} {'<=25%':>6}")
     for name, full, r in summary:
+        a, u_ = r["adaptive"], r["uniform"]
         f = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
-        print(f"{name:<28} {full:>10,} {f(r['adaptive']):>10} {f(r['uniform']):>10}")
+        print(f"{name:<28} {full:>10,} | {f(a['median']):>15} {a['within']:>2}/{args.seeds:<3} | "
+              f"{f(u_['median']):>14} {u_['within']:>2}/{args.seeds:<3}")
 
 
 if __name__ == "__main__":

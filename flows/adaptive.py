@@ -58,6 +58,8 @@ def adaptive_judge_flow(
     max_calls: int | None = None,
     batch_calls: int = 200,
     stop_probability: float = 0.95,
+    indifference: float = 0.02,
+    explore: float = 0.25,
     initial_prompts: int = 5,
     replicates: int = 30,
     max_samples_per_order: int | None = None,
@@ -70,7 +72,8 @@ def adaptive_judge_flow(
     db: str | None = None,
 ) -> AdaptiveOutcome:
     """Judge `dataset` adaptively with `judge` until every adjacent pair of the NE model ranking is
-    ordered with probability >= `stop_probability` or `max_calls` calls were made (solvers/adaptive.py)."""
+    ordered, or tied within `indifference`, with probability >= `stop_probability`, or `max_calls` calls
+    were made (solvers/adaptive.py)."""
     setup = prepare_judge(judge, template, prices, max_calls=max_calls)
     spec, chosen = setup.spec, setup.template
     con = warehouse.connect(db)
@@ -92,7 +95,7 @@ def adaptive_judge_flow(
         parameters = {"judge": judge, "dataset": dataset, "models": model_ids, "prompts": len(prompt_ids),
                       "template": chosen.name, "template_hash": chosen.hash, "adaptive": True,
                       "max_calls": max_calls, "batch_calls": batch_calls, "stop_probability": stop_probability,
-                      "seed": seed}
+                      "indifference": indifference, "explore": explore, "seed": seed}
         record_judge_run(con, RunRecord(flow_run_id=current_flow_run_id(), run_id=run_id, kind="judge",
                                         started_at=started, status="running", parameters=parameters,
                                         message="running"))
@@ -123,7 +126,8 @@ def adaptive_judge_flow(
         try:
             result = adaptive_judging(judge_round, len(prompt_ids), len(model_ids), max_calls=max_calls,
                                       batch_calls=batch_calls, stop_probability=stop_probability,
-                                      initial_prompts=initial_prompts, replicates=replicates,
+                                      indifference=indifference, explore=explore, initial_prompts=initial_prompts,
+                                      replicates=replicates,
                                       max_samples_per_order=max_samples_per_order, seed=seed, initial=held)
             status = "ok"
         finally:

@@ -491,11 +491,18 @@ def judge_command(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     adaptive: bool = typer.Option(False, "--adaptive", help="Judge adaptively: a small random design, then "
                                   "batches of the cells that matter most for the NE ranking, until every adjacent "
-                                  "pair is ordered with --stop-probability or --max-calls is reached."),
+                                  "pair is ordered (or tied within --indifference) with --stop-probability, or "
+                                  "--max-calls is reached."),
     batch_calls: int = typer.Option(200, "--batch-calls", min=2, help="--adaptive: judge calls per round "
                                     "(--samples-per-order caps the samples of each cell and order)."),
     stop_probability: float = typer.Option(0.95, "--stop-probability", min=0.0, max=1.0, help="--adaptive: stop "
-                                           "when every adjacent pair of the NE ranking has this order probability."),
+                                           "when every adjacent pair of the NE ranking is settled with this "
+                                           "probability."),
+    indifference: float = typer.Option(0.02, "--indifference", min=0.0, help="--adaptive: two models whose NE "
+                                       "ratings differ by at most this need not be ordered to stop."),
+    explore: float = typer.Option(0.25, "--explore", min=0.0, max=1.0, help="--adaptive: share of each batch "
+                                  "drawn uniformly at random; the rest goes to the cells of highest priority."),
+    seed: int = typer.Option(0, "--seed", help="--adaptive: seed of the design, the replicates and tie-breaks."),
 ) -> None:
     """Judge the missing (prompt, model pair, order, sample) cells with an LLM judge; resumable."""
     import sys
@@ -514,7 +521,7 @@ def judge_command(
             result = adaptive_judge_flow(
                 judge=judge, dataset=dataset, models=chosen, prompts=prompts, template=template,
                 max_calls=max_calls, batch_calls=batch_calls, stop_probability=stop_probability,
-                max_samples_per_order=samples_per_order,
+                indifference=indifference, explore=explore, seed=seed, max_samples_per_order=samples_per_order,
                 concurrency=concurrency, retries=retries, retry_wait=retry_wait, timeout=timeout,
                 prices=str(prices) if prices else None, db=str(db) if db else None)
         if as_json:

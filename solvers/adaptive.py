@@ -6,21 +6,33 @@ judged scores. u_king(p, i, j) = 1/2 [mean(i as A) - mean(j as A)] on cells judg
 
 Loop (`adaptive_judging`): a seeded random design (every model pair on `initial_prompts` prompts, one
 sample per order), then rounds of: rate (LLE with the affinity target, `solvers.nash`) -> uncertainty
-(parametric cell bootstrap, below) -> stop? -> judge the `batch` cells of highest priority.
+(parametric cell replicates, below) -> stop? -> judge the `batch` cells of highest priority.
 
-Uncertainty proxy (documented, not the prompt bootstrap of `solvers.bootstrap`): replicate b redraws
-every cell as clip(u + sd * N(0, 1), -1, 1) (antisymmetric), sd = sqrt(v / n) on judged cells (n
-samples over both orders, v their variance shrunk towards `prior_variance` with weight one sample) and
-sd = sqrt(prior_variance) on imputed cells, then re-solves the NE. `adjacent_order_probabilities` is
-the share of replicates in which each adjacent pair of the full-data ranking keeps its relation (>, or
-= within `tie_tol` for models tied in the support).
+Uncertainty (a documented proxy, not the prompt bootstrap of `solvers.bootstrap`): replicate b redraws
+every cell as clip(u + sd * N(0, 1), -1, 1) (antisymmetric) and re-solves the NE. On judged cells
+sd = sqrt(v / n) (n samples over both orders, v their variance shrunk towards `prior_variance` with
+weight one sample); on imputed cells sd is the pair's root-mean-square residual of its judged cells
+around the global Bradley-Terry prediction (`imputation_sd`): how far a prompt can depart from the
+average, learnt from the judged prompts. `adjacent_order_probabilities` is the share of replicates in
+which each adjacent pair of the current ranking keeps its relation (>, or = within `tie_tol` for
+models tied in the support); `tie_probabilities` the share in which the pair's ratings differ by at
+most `indifference`.
 
-Priority of an unordered cell (p, i, j): sensitivity x sd. A king rating is u(i, x_rebel, x_prompt) -
-value, so d rating_i / d u(p, i, j) = x_prompt[p] x_rebel[j]; with masses softened towards the near
-support (x + softmax(rating / `temperature`), renormalised) and each model weighted by how unsure its
-place is (`need_i` = max over its adjacent pairs of 1 - P(order), floor `need_floor`):
-    priority = x~_prompt[p] (x~_rebel[j] need_i + x~_rebel[i] need_j) sd(p, i, j).
-Ties are broken by a seeded random order; cells at `max_samples_per_order` are never chosen.
+Stop rule (`stop_reason`): every adjacent pair settled with probability >= `stop_probability`, either
+ordered or tied within the indifference zone (two models closer than `indifference` need not be
+ordered), or the call budget spent, or no cell left to judge.
+
+Priority of an unordered cell (p, i, j): relevance x sd, relevance = ratings term + `discovery` x
+support term, each normalised to sum 1.
+- Ratings term (Thompson-style): a king rating is u(i, x_rebel, x_prompt) - value, so d rating_i /
+  d u(p, i, j) = x_prompt[p] x_rebel[j]; it averages x_prompt[p] (x_rebel[j] need_i + x_rebel[i] need_j)
+  over the equilibria of the replicates and the current one (masses softened towards the near support
+  by softmax(rating / `temperature`)). need_i = max over model i's adjacent pairs of 1 - P(settled),
+  floor 0.05.
+- Support term (`support_relevance`): which prompts belong to the support is decided by the king x
+  rebel cells; a prompt is weighted by the chance that its true rating is at the support's level.
+A share `explore` of each batch is drawn uniformly at random instead. Ties are broken by a seeded random
+order; cells at `max_samples_per_order` are never chosen.
 """
 
 from __future__ import annotations
@@ -80,30 +92,44 @@ class CellStats:
 
 @dataclass(frozen=True)
 class Rating:
-    """One round's NE (affinity target) on the imputed tensor: masses and ratings per player."""
+    """One round's NE (affinity target) on the imputed tensor: masses and ratings per player, and the
+    global Bradley-Terry prediction (M, M) that an unjudged prompt's cells are imputed towards."""
 
     u_king: np.ndarray          # (P, M, M), imputed
     imputed: np.ndarray         # (P, M, M) bool
     masses: list[np.ndarray]    # [prompt (P,), king (M,), rebel (M,)]
     ratings: list[np.ndarray]
+    global_prediction: np.ndarray
 
 
 def rate(stats: CellStats) -> Rating:
     """Impute the uncovered cells (prompt-wise BT, solvers.imputation) and solve the affinity LLE."""
     covered = stats.covered
     u = stats.u_king()
+    M = u.shape[1]
     if covered.all():
-        filled, imputed = u, np.zeros_like(covered)
+        filled, imputed, beta = u, np.zeros_like(covered), np.zeros(M)
     else:
         result = impute_payoffs(u, covered)
         filled, imputed = np.asarray(result.u_king, float), np.asarray(result.imputed, bool)
+        beta = np.asarray(result.strengths, float)
     eq = nash(koth_game(filled), target="affinity")
     return Rating(filled, imputed, [np.asarray(m, float) for m in eq.marginals],
-                  [np.asarray(r, float) for r in eq.ratings])
+                  [np.asarray(r, float) for r in eq.ratings], np.tanh((beta[:, None] - beta[None, :]) / 2))
 
 
-def cell_sd(stats: CellStats, prior_variance: float) -> np.ndarray:
-    """(P, M, M) sd of u_king per cell (module docstring); sqrt(prior_variance) where uncovered."""
+def imputation_sd(stats: CellStats, rating: Rating, pseudo_cells: float = 5.0) -> np.ndarray:
+    """(M, M) sd of an unjudged cell of each pair: the root mean square of the pair's judged cells
+    around the global Bradley-Terry prediction, shrunk towards all pairs' with `pseudo_cells` cells."""
+    covered = stats.covered & ~np.eye(stats.n.shape[1], dtype=bool)[None]
+    residual = np.where(covered, stats.u_king() - rating.global_prediction[None], 0.0) ** 2
+    cells = covered.sum(axis=0)
+    overall = residual.sum() / cells.sum() if cells.sum() else 0.5
+    return np.sqrt((residual.sum(axis=0) + pseudo_cells * overall) / (cells + pseudo_cells))
+
+
+def cell_sd(stats: CellStats, rating: Rating, prior_variance: float) -> np.ndarray:
+    """(P, M, M) sd of u_king per cell (module docstring); `imputation_sd` where uncovered."""
     n = stats.n + stats.n.transpose(0, 2, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = stats.s / stats.n
@@ -112,7 +138,8 @@ def cell_sd(stats: CellStats, prior_variance: float) -> np.ndarray:
     var = (prior_variance + np.maximum(dev, 0.0)) / (1 + np.maximum(n - 1, 0))
     with np.errstate(invalid="ignore", divide="ignore"):
         sd = np.sqrt(var / np.maximum(n, 1))
-    return np.where(stats.covered, sd, np.sqrt(prior_variance)) * (1 - np.eye(n.shape[1]))[None]
+    M = n.shape[1]
+    return np.where(stats.covered, sd, imputation_sd(stats, rating)[None]) * (1 - np.eye(M))[None]
 
 
 def ranking(ratings: np.ndarray) -> np.ndarray:
@@ -133,22 +160,44 @@ def adjacent_order_probabilities(full: np.ndarray, replicates: np.ndarray, tie_t
     return (got == want[None]).mean(axis=0)
 
 
-def replicate_ratings(rating: Rating, sd: np.ndarray, replicates: int, rng: np.random.Generator) -> np.ndarray:
-    """(B, M) NE king ratings of parametric cell replicates (module docstring)."""
+@dataclass(frozen=True)
+class Replicates:
+    """NE of B parametric cell replicates: king ratings (B, M), prompt masses (B, P), rebel masses (B, M)."""
+
+    ratings: np.ndarray
+    prompt_masses: np.ndarray
+    rebel_masses: np.ndarray
+
+
+def replicate_equilibria(rating: Rating, sd: np.ndarray, replicates: int, rng: np.random.Generator) -> Replicates:
+    """NE (affinity LLE) of `replicates` parametric cell replicates (module docstring)."""
     P, M, _ = sd.shape
     upper = np.triu(np.ones((M, M), bool), 1)[None]
-    out = np.empty((replicates, M))
+    ratings, prompts, rebels = np.empty((replicates, M)), np.empty((replicates, P)), np.empty((replicates, M))
     for b in range(replicates):
         noise = np.where(upper, rng.standard_normal((P, M, M)) * sd, 0.0)
         u = np.clip(rating.u_king + noise - noise.transpose(0, 2, 1), -1.0, 1.0)
-        out[b] = np.asarray(nash(koth_game(u), target="affinity").ratings[KING], float)
-    return out
+        eq = nash(koth_game(u), target="affinity")
+        ratings[b] = np.asarray(eq.ratings[KING], float)
+        prompts[b], rebels[b] = np.asarray(eq.marginals[PROMPT], float), np.asarray(eq.marginals[REBEL], float)
+    return Replicates(ratings, prompts, rebels)
 
 
-def stop_reason(probabilities: np.ndarray, calls: int, max_calls: int | None, threshold: float) -> str | None:
-    """"confident" when every adjacent pair is ordered with probability >= threshold, "budget" when
-    `calls` reached `max_calls`, else None (confidence wins when both hold)."""
-    if len(probabilities) == 0 or np.all(probabilities >= threshold):
+def tie_probabilities(full: np.ndarray, replicates: np.ndarray, indifference: float) -> np.ndarray:
+    """(M - 1,) P(the ratings of adjacent pair k of ranking(full) differ by at most `indifference`)."""
+    order = ranking(full)
+    return (np.abs(replicates[:, order[:-1]] - replicates[:, order[1:]]) <= indifference).mean(axis=0)
+
+
+def stop_reason(probabilities: np.ndarray, calls: int, max_calls: int | None, threshold: float,
+                ties: np.ndarray | None = None) -> str | None:
+    """"confident" when every adjacent pair is settled with probability >= threshold: ordered as in the
+    full-data ranking (`probabilities`) or, with `ties`, within the indifference zone (`tie_probabilities`);
+    "budget" when `calls` reached `max_calls`; else None (confidence wins when both hold)."""
+    settled = probabilities >= threshold
+    if ties is not None:
+        settled |= ties >= threshold
+    if np.all(settled):
         return STOP_CONFIDENT
     if max_calls is not None and calls >= max_calls:
         return STOP_BUDGET
@@ -171,19 +220,43 @@ def model_need(full: np.ndarray, probabilities: np.ndarray, floor: float) -> np.
     return need
 
 
-def cell_priority(rating: Rating, sd: np.ndarray, need: np.ndarray, temperature: float = 0.05) -> np.ndarray:
+def support_relevance(rating: Rating, sd: np.ndarray) -> np.ndarray:
+    """(P, M, M) relevance of a cell to whether its prompt belongs to the prompt support, summing to 1.
+
+    A prompt's payoff moves with u(p, i, j) by x_king[i] x_rebel[j]; its rating r_p (0 in the support,
+    below elsewhere) has sd s_p = sqrt(sum (x_king[i] x_rebel[j] sd[p, i, j])^2) under the cell noise.
+    Weight of prompt p: exp(-(r_p / s_p)^2 / 2), the chance its true rating is at the support's level."""
+    xk, xr = rating.masses[KING], rating.masses[REBEL]
+    w = xk[:, None] * xr[None, :]
+    w = w + w.T                                            # unordered cell (i, j)
+    s = np.sqrt(np.einsum("ij,pij->p", w ** 2, np.triu(sd, 1) ** 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(s > 0, rating.ratings[PROMPT] / s, np.where(rating.ratings[PROMPT] < -1e-9, -np.inf, 0.0))
+    weight = np.exp(-0.5 * z ** 2)
+    out = weight[:, None, None] * w[None]
+    total = out.sum()
+    return out / total if total > 0 else out
+
+
+def cell_priority(rating: Rating, replicates: Replicates, sd: np.ndarray, need: np.ndarray,
+                  temperature: float = 0.05, discovery: float = 3.0) -> np.ndarray:
     """(P, M, M) priority of each unordered cell, upper triangle (i < j) only (module docstring)."""
-    xp = _softened(rating.masses[PROMPT], rating.ratings[PROMPT], temperature)
-    xr = _softened(rating.masses[REBEL], rating.ratings[REBEL], temperature)
-    pair = xr[None, :] * need[:, None]        # [i, j] = x~_rebel[j] need_i
-    pair = pair + pair.T
+    xp = np.vstack([_softened(rating.masses[PROMPT], rating.ratings[PROMPT], temperature)[None],
+                    replicates.prompt_masses])
+    xr = np.vstack([_softened(rating.masses[REBEL], rating.ratings[REBEL], temperature)[None],
+                    replicates.rebel_masses])
+    pair = xr[:, None, :] * need[None, :, None]           # [b, i, j] = x_rebel_b[j] need_i
+    pair = pair + pair.transpose(0, 2, 1)
     M = len(need)
-    return xp[:, None, None] * pair[None] * sd * np.triu(np.ones((M, M)), 1)[None]
+    relevance = np.einsum("bp,bij->pij", xp, pair) / len(xp)
+    relevance = relevance / max(relevance.sum(), 1e-300) + discovery * support_relevance(rating, sd)
+    return relevance * sd * np.triu(np.ones((M, M)), 1)[None]
 
 
 def select_cells(priority: np.ndarray, stats: CellStats, batch: int, rng: np.random.Generator,
-                 max_samples_per_order: int | None = None) -> np.ndarray:
-    """(K, 3) unordered cells (p, i, j), i < j, K <= batch: highest priority first, seeded tie-breaks."""
+                 max_samples_per_order: int | None = None, explore: float = 0.0) -> np.ndarray:
+    """(K, 3) unordered cells (p, i, j), i < j, K <= batch: a share `explore` drawn uniformly at random,
+    the rest highest priority first (seeded tie-breaks)."""
     P, M, _ = priority.shape
     allowed = np.triu(np.ones((M, M), bool), 1)[None] & np.ones((P, 1, 1), bool)
     if max_samples_per_order is not None:
@@ -192,7 +265,10 @@ def select_cells(priority: np.ndarray, stats: CellStats, batch: int, rng: np.ran
     if len(idx) == 0:
         return np.zeros((0, 3), int)
     idx = idx[rng.permutation(len(idx))]
-    chosen = idx[np.argsort(-priority.ravel()[idx], kind="stable")[:batch]]
+    explored = int(round(explore * min(batch, len(idx))))
+    rest = idx[explored:]
+    best = rest[np.argsort(-priority.ravel()[rest], kind="stable")[:batch - explored]]
+    chosen = np.concatenate([idx[:explored], best])
     return np.stack(np.unravel_index(chosen, priority.shape), axis=1)
 
 
@@ -217,11 +293,13 @@ class AdaptiveResult:
     calls: list[int] = field(default_factory=list)
     ratings: list[np.ndarray] = field(default_factory=list)
     probabilities: list[np.ndarray] = field(default_factory=list)
+    tie_probabilities: list[np.ndarray] = field(default_factory=list)
     stopped_by: str | None = None
 
 
 def adaptive_judging(judge: Judge, num_prompts: int, num_models: int, *, max_calls: int | None = None,
-                     batch_calls: int = 200, stop_probability: float = 0.95, initial_prompts: int = 5,
+                     batch_calls: int = 200, stop_probability: float = 0.95, indifference: float = 0.02,
+                     initial_prompts: int = 5, explore: float = 0.25, discovery: float = 3.0,
                      replicates: int = 30, prior_variance: float = 0.5, max_samples_per_order: int | None = None,
                      strategy: str = "adaptive", seed: int = 0, initial: CellStats | None = None,
                      on_round: Callable[[AdaptiveResult], None] | None = None) -> AdaptiveResult:
@@ -245,15 +323,17 @@ def adaptive_judging(judge: Judge, num_prompts: int, num_models: int, *, max_cal
         round_ += 1
         rng = np.random.default_rng([seed, round_])
         rating = rate(stats)
-        sd = cell_sd(stats, prior_variance)
-        reps = replicate_ratings(rating, sd, replicates, rng)
-        probs = adjacent_order_probabilities(rating.ratings[KING], reps)
+        sd = cell_sd(stats, rating, prior_variance)
+        reps = replicate_equilibria(rating, sd, replicates, rng)
+        probs = adjacent_order_probabilities(rating.ratings[KING], reps.ratings)
+        ties = tie_probabilities(rating.ratings[KING], reps.ratings, indifference)
         result.calls.append(calls)
         result.ratings.append(rating.ratings[KING])
         result.probabilities.append(probs)
+        result.tie_probabilities.append(ties)
         if on_round is not None:
             on_round(result)
-        result.stopped_by = stop_reason(probs, calls, max_calls, stop_probability)
+        result.stopped_by = stop_reason(probs, calls, max_calls, stop_probability, ties)
         if result.stopped_by is None and not len(requests) and (round_ > 1 or not held):
             result.stopped_by = STOP_EXHAUSTED
         if result.stopped_by is not None:
@@ -262,5 +342,6 @@ def adaptive_judging(judge: Judge, num_prompts: int, num_models: int, *, max_cal
         if strategy == "uniform":
             priority = np.ones_like(sd)
         else:
-            priority = cell_priority(rating, sd, model_need(rating.ratings[KING], probs, 0.05))
-        cells = select_cells(priority, stats, k, rng, max_samples_per_order)
+            priority = cell_priority(rating, reps, sd, model_need(rating.ratings[KING], np.maximum(probs, ties), 0.05),
+                                     discovery=discovery)
+        cells = select_cells(priority, stats, k, rng, max_samples_per_order, 0.0 if strategy == "uniform" else explore)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -15,9 +17,13 @@ from solvers.adaptive import (
     both_orders,
     cell_priority,
     cell_sd,
+    imputation_sd,
     rate,
+    replicate_equilibria,
     select_cells,
     stop_reason,
+    support_relevance,
+    tie_probabilities,
 )
 
 
@@ -36,6 +42,38 @@ def test_stop_rule_threshold_and_budget():
     assert stop_reason(np.array([0.96, 0.94]), 10, 100, 0.95) is None
     assert stop_reason(np.array([0.96, 0.94]), 100, 100, 0.95) == STOP_BUDGET
     assert stop_reason(np.array([0.96, 0.94]), 10, None, 0.95) is None
+    # a pair whose order is unsure is settled when it is tied within the indifference zone
+    assert stop_reason(np.array([0.96, 0.60]), 10, 100, 0.95, ties=np.array([0.0, 0.97])) == STOP_CONFIDENT
+    assert stop_reason(np.array([0.96, 0.60]), 10, 100, 0.95, ties=np.array([0.0, 0.90])) is None
+
+
+def test_tie_probabilities_measure_the_indifference_zone():
+    full = np.array([0.0, -0.5, -0.49])           # ranking 0 > 2 > 1
+    reps = np.array([[0.0, -0.5, -0.49], [0.0, -0.44, -0.5], [-0.2, -0.5, -0.3], [0.0, -0.6, -0.1]])
+    np.testing.assert_allclose(tie_probabilities(full, reps, 0.05), [0.0, 0.25])   # |2 - 1| gaps .01 .06 .2 .5
+    np.testing.assert_allclose(tie_probabilities(full, reps, 0.3), [0.5, 0.75])    # |0 - 2| gaps .49 .5 .1 .1
+
+
+def test_unjudged_cells_are_as_uncertain_as_judged_prompts_depart_from_the_average():
+    P, M = 40, 4
+    i, j = np.triu_indices(M, 1)
+    cells = np.array([(p, a, b) for p in range(P // 2) for a, b in zip(i, j)])   # half the prompts judged
+    requests = both_orders(cells)
+    sds = []
+    for prompt_noise in (0.0, 2.0):
+        v = np.asarray(synthetic_king_tensor(P, M, seed=5, judgments=64, prompt_noise=prompt_noise))
+        stats = CellStats.empty(P, M)
+        stats.add(requests, v[tuple(requests.T)])
+        rating = rate(stats)
+        sd = imputation_sd(stats, rating)
+        residual = (v[: P // 2] - rating.global_prediction[None]) ** 2
+        overall = residual.sum() / (P // 2 * M * (M - 1))
+        expected = np.sqrt((residual.sum(axis=0) + 5 * overall) / (P // 2 + 5))
+        np.testing.assert_allclose(sd[~np.eye(M, dtype=bool)], expected[~np.eye(M, dtype=bool)], rtol=1e-9)
+        full_sd = cell_sd(stats, rating, 0.5)
+        np.testing.assert_allclose(full_sd[P // 2:], np.broadcast_to(sd * (1 - np.eye(M)), (P // 2, M, M)))
+        sds.append(sd[~np.eye(M, dtype=bool)].mean())
+    assert sds[0] < 0.25 < sds[1]                  # prompts alike -> small; prompt-specific skills -> large
 
 
 def test_adjacent_probabilities_count_kept_relations():
@@ -57,24 +95,50 @@ def test_loop_stops_when_confident_and_at_the_budget():
     assert capped.calls == [40, 80, 120, 160]
 
 
-def test_selection_prefers_cells_of_the_support():
+def test_selection_prefers_cells_of_likely_support_prompts_and_doubtful_models():
+    """Relevance follows the prompts' chance of being in the support (over the replicates' equilibria)
+    and the models whose place is in doubt; `explore` mixes in uniformly drawn cells."""
     v = np.asarray(synthetic_king_tensor(40, 6, seed=4))
     stats = CellStats.empty(40, 6)
     i, j = np.triu_indices(6, 1)
     cells = np.array([(p, a, b) for p in range(40) for a, b in zip(i, j)])
-    stats.add(both_orders(cells), v[tuple(both_orders(cells).T)])  # every cell once, exact means
+    stats.add(both_orders(cells), v[tuple(both_orders(cells).T)])  # every cell once
     rating = rate(stats)
-    sd = cell_sd(stats, 0.5)
+    sd = cell_sd(stats, rating, 0.5)
+    reps = replicate_equilibria(rating, sd, 10, np.random.default_rng(1))
+    chance = np.vstack([rating.masses[0][None], reps.prompt_masses]).mean(axis=0)  # mean prompt mass
     need = np.full(6, 0.05)
     need[3] = 1.0                                   # only model 3's place is in doubt
-    support_p = rating.masses[0] > 1e-6
-    k = min(30, 5 * int(support_p.sum()))
-    assert 0 < support_p.mean() < 0.5
-    chosen = select_cells(cell_priority(rating, sd, need), stats, k, np.random.default_rng(0))
-    assert support_p[chosen[:, 0]].mean() >= 0.8 and ((chosen[:, 1] == 3) | (chosen[:, 2] == 3)).all()
-    # the uniform baseline does not prefer them
-    uniform = select_cells(np.ones_like(sd), stats, k, np.random.default_rng(0))
-    assert support_p[uniform[:, 0]].mean() < support_p[chosen[:, 0]].mean()
+    priority = cell_priority(rating, reps, sd, need, discovery=0.0)   # the ratings term alone
+    chosen = select_cells(priority, stats, 30, np.random.default_rng(0))
+    assert ((chosen[:, 1] == 3) | (chosen[:, 2] == 3)).all()
+    assert chance[chosen[:, 0]].mean() > 2 * chance.mean()
+    # the uniform baseline does not prefer them; half exploration lies in between
+    uniform = select_cells(np.ones_like(sd), stats, 30, np.random.default_rng(0))
+    mixed = select_cells(priority, stats, 30, np.random.default_rng(0), explore=0.5)
+    assert chance[uniform[:, 0]].mean() < chance[mixed[:, 0]].mean() < chance[chosen[:, 0]].mean()
+    assert 10 <= ((mixed[:, 1] == 3) | (mixed[:, 2] == 3)).sum() < 30 and len(mixed) == 30
+
+
+def test_support_relevance_weights_prompts_near_the_support_and_king_rebel_cells():
+    v = np.asarray(synthetic_king_tensor(60, 6, seed=8))
+    stats = CellStats.empty(60, 6)
+    i, j = np.triu_indices(6, 1)
+    cells = np.array([(p, a, b) for p in range(50) for a, b in zip(i, j)])      # prompts 50-59 unjudged
+    stats.add(both_orders(cells), v[tuple(both_orders(cells).T)])
+    rating = rate(stats)
+    rel = support_relevance(rating, cell_sd(stats, rating, 0.5))
+    assert np.isclose(rel.sum(), 1.0)
+    per_prompt = rel.sum(axis=(1, 2))
+    support = rating.masses[0] > 1e-6
+    far = (rating.ratings[0] < np.quantile(rating.ratings[0][:50], 0.25)) & ~support
+    far[50:] = False
+    assert support[:50].any() and far.any()
+    assert per_prompt[support].mean() > 5 * per_prompt[far].mean()
+    assert per_prompt[50:].mean() > per_prompt[far].mean()       # unjudged prompts could be in the support
+    king, rebel = rating.masses[1] > 1e-9, rating.masses[2] > 1e-9
+    neither = ~(king[:, None] & rebel[None, :]) & ~(rebel[:, None] & king[None, :])
+    assert np.all(rel[:, neither] == 0) and rel[:, ~neither].sum() > 0.99
 
 
 def test_cells_at_the_sample_cap_are_never_chosen():
@@ -106,12 +170,15 @@ def test_adaptive_flow_with_the_replay_judge(prefect_harness, tmp_path):
     db = tmp_path / "prd.duckdb"
     ingest.write_dataset.fn(str(db), ingest.read_dataset.fn("vicuna80"), False, "ingest-test")
     out = adaptive_judge_flow(judge=f"recorded:prd:gpt4@{db}", dataset="vicuna80", db=str(db), max_calls=300,
-                              batch_calls=100, replicates=5, max_samples_per_order=1, retries=1)
+                              batch_calls=100, replicates=5, max_samples_per_order=1, retries=1, explore=0.5,
+                              indifference=0.05, seed=3)
     assert out.stopped_by == "budget" and out.calls == [100, 200, 300] and out.stats["ok"] == 300
     con = warehouse.connect(db)
     got = con.execute("SELECT count(*), count(DISTINCT (prompt_id, model_a, model_b)), max(sample_index) "
                       "FROM judgments WHERE judge = 'recorded:prd:gpt4' AND status = 'ok'").fetchone()
-    run = con.execute("SELECT status FROM runs WHERE run_id = ?", [out.run_id]).fetchone()
+    run = con.execute("SELECT status, parameters FROM runs WHERE run_id = ?", [out.run_id]).fetchone()
     con.close()
-    assert got == (300, 300, 0) and run == ("ok",)
+    assert got == (300, 300, 0) and run[0] == "ok"
+    params = json.loads(run[1]) if isinstance(run[1], str) else run[1]
+    assert (params["explore"], params["indifference"], params["seed"]) == (0.5, 0.05, 3)
     assert sorted(out.ranking) == sorted(["bard", "claude", "gpt35", "gpt4", "vicuna-13b"])
