@@ -18,8 +18,9 @@ full data = the whole recording, its NE (affinity LLE) king ratings the referenc
 Both strategies start from the same seeded design (every pair on 5 prompts, one sample per order) and
 judge `batch` calls per round up to the budget (no early stop, so the curves are comparable; in how many
 seeds the stop rule, every adjacent pair ordered or tied within 0.02 with probability >= 0.95, would have
-stopped the adaptive run is printed too). After each round: Kendall's tau-b of the round's NE king ratings
-against the reference (scipy.stats.kendalltau; 1.0 when both have no variation), top-1 = the same best
+stopped the adaptive run is printed too, and the probabilities the rule would see with the whole recording
+judged). After each round: Kendall's tau-b of the round's NE king ratings against the reference
+(scipy.stats.kendalltau; 1.0 when both have no variation), top-1 = the same best
 model (ties within 1e-4 share a rank, solvers.clones.dense_ranks). Per checkpoint the mean tau and the share
 of seeds with the right top model; "reach" = the fewest calls after which tau >= 0.95 and the top model is
 identical, as a fraction of the full calls (median over seeds, and in how many seeds it is <= 25%).
@@ -39,9 +40,20 @@ from scipy.stats import kendalltau
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solvers import synthetic_king_tensor  # noqa: E402
-from solvers.adaptive import STOP_CONFIDENT, adaptive_judging, stop_reason  # noqa: E402
+from solvers.adaptive import (  # noqa: E402
+    STOP_CONFIDENT,
+    CellStats,
+    adaptive_judging,
+    adjacent_order_probabilities,
+    cell_sd,
+    rate,
+    replicate_equilibria,
+    stop_reason,
+    tie_probabilities,
+)
 from solvers.bootstrap import solve_king_ratings  # noqa: E402
 from solvers.clones import dense_ranks  # noqa: E402
+from solvers.games import KING  # noqa: E402
 
 PRD_JUDGES = ("prd:gpt4", "prd:claude", "prd:gpt35", "prd:bard", "prd:vicuna-13b")
 CHECKPOINTS = (0.05, 0.10, 0.15, 0.25, 0.40)
@@ -88,6 +100,19 @@ def reference_ratings(scores: np.ndarray) -> np.ndarray:
     mean = np.nansum(scores, axis=0) / np.maximum(count, 1)   # 0 where never recorded (the diagonal)
     u = 0.5 * (mean - mean.transpose(0, 2, 1))
     return solve_king_ratings("ne", np.nan_to_num(u))[0]
+
+
+def full_data_settled(scores: np.ndarray, replicates: int, indifference: float = 0.02) -> np.ndarray:
+    """P(settled) per adjacent pair with the whole recording judged: what the stop rule would see at the end."""
+    stats = CellStats.empty(*scores.shape[1:3])
+    for sample in scores:
+        p, a, b = np.nonzero(~np.isnan(sample))
+        stats.add(np.stack([p, a, b], axis=1), sample[p, a, b])
+    rating = rate(stats)
+    reps = replicate_equilibria(rating, cell_sd(stats, rating, 0.5), replicates, np.random.default_rng(0))
+    full = rating.ratings[KING]
+    return np.maximum(adjacent_order_probabilities(full, reps.ratings),
+                      tie_probabilities(full, reps.ratings, indifference))
 
 
 def recorded_judge(scores: np.ndarray):
@@ -206,6 +231,9 @@ def main() -> None:
         ref = reference_ratings(scores)
         order = " > ".join(models[k] for k in np.lexsort((np.arange(M), -ref)))
         print(f"\nfull-data NE ranking of {name}: {order} (ratings {np.round(np.sort(ref)[::-1], 3).tolist()})")
+        settled = full_data_settled(scores, args.replicates)
+        print(f"with every recorded call judged, P(adjacent pair ordered or tied within 0.02), best first: "
+              f"{np.round(settled, 2).tolist()} (the stop rule asks >= 0.95 of each)")
         big = P * M > 1000
         res = run_case(name, lambda seed, s=scores: recorded_judge(s), P, M, ref, full,
                        budget=int((0.4 if big else 0.5) * full), batch=full // (40 if big else 32),

@@ -30,7 +30,8 @@ support term, each normalised to sum 1.
   by softmax(rating / `temperature`)). need_i = max over model i's adjacent pairs of 1 - P(settled),
   floor 0.05.
 - Support term (`support_relevance`): which prompts belong to the support is decided by the king x
-  rebel cells; a prompt is weighted by the chance that its true rating is at the support's level.
+  rebel cells; a prompt is weighted by the chance that its true rating is at the support's level, its
+  sd from the cells' sds plus, on imputed cells, a prompt effect shared by them (`prompt_effect_variance`).
 A share `explore` of each batch is drawn uniformly at random instead. Ties are broken by a seeded random
 order; cells at `max_samples_per_order` are never chosen.
 """
@@ -229,13 +230,34 @@ def support_relevance(rating: Rating, sd: np.ndarray) -> np.ndarray:
     xk, xr = rating.masses[KING], rating.masses[REBEL]
     w = xk[:, None] * xr[None, :]
     w = w + w.T                                            # unordered cell (i, j)
-    s = np.sqrt(np.einsum("ij,pij->p", w ** 2, np.triu(sd, 1) ** 2))
+    upper = np.triu(w, 1)
+    s = np.sqrt(np.einsum("ij,pij->p", upper ** 2, sd ** 2) + prompt_effect_variance(rating))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(s > 0, rating.ratings[PROMPT] / s, np.where(rating.ratings[PROMPT] < -1e-9, -np.inf, 0.0))
     weight = np.exp(-0.5 * z ** 2)
     out = weight[:, None, None] * w[None]
     total = out.sum()
     return out / total if total > 0 else out
+
+
+def prompt_effect_variance(rating: Rating) -> np.ndarray:
+    """(P,) variance of the king's payoff on prompt p, u(p, x_king, x_rebel), from its imputed cells.
+
+    A prompt's effects on its cells are correlated (a prompt hard for the king is hard against every
+    rebel), which independent cell sds miss. The prompts whose cells that carry the payoff are all
+    judged show how far a prompt's payoff departs from the Bradley-Terry prediction; a prompt gets that
+    variance in proportion to the share of its payoff weight on imputed cells."""
+    xk, xr = rating.masses[KING], rating.masses[REBEL]
+    d = xk[:, None] * xr[None, :]
+    d = np.triu(d - d.T, 1)                               # d payoff / d u(p, i, j), i < j
+    weight = np.abs(d)
+    share = np.einsum("ij,pij->p", weight, rating.imputed) / max(weight.sum(), 1e-300)
+    payoff = np.einsum("ij,pij->p", d, rating.u_king)
+    judged = share < 1e-9
+    if judged.sum() < 2:
+        return np.zeros(len(share))
+    residual = payoff[judged] - float(np.sum(d * rating.global_prediction))
+    return share * float(np.mean(residual ** 2))
 
 
 def cell_priority(rating: Rating, replicates: Replicates, sd: np.ndarray, need: np.ndarray,

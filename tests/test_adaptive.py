@@ -18,6 +18,7 @@ from solvers.adaptive import (
     cell_priority,
     cell_sd,
     imputation_sd,
+    prompt_effect_variance,
     rate,
     replicate_equilibria,
     select_cells,
@@ -139,6 +140,31 @@ def test_support_relevance_weights_prompts_near_the_support_and_king_rebel_cells
     king, rebel = rating.masses[1] > 1e-9, rating.masses[2] > 1e-9
     neither = ~(king[:, None] & rebel[None, :]) & ~(rebel[:, None] & king[None, :])
     assert np.all(rel[:, neither] == 0) and rel[:, ~neither].sum() > 0.99
+
+
+def test_unjudged_prompts_payoff_sd_covers_their_correlated_prompt_effect():
+    """An unjudged prompt's payoff u(p, x_king, x_rebel) departs from its imputation by a prompt effect
+    shared by its cells; with that variance added, 2 sd cover the true departure of most hidden prompts,
+    which the independent cell sds alone fail to do."""
+    within_independent, within = [], []
+    for seed in range(6):
+        v = np.asarray(synthetic_king_tensor(80, 10, seed=seed))
+        stats = CellStats.empty(80, 10)
+        i, j = np.triu_indices(10, 1)
+        cells = np.array([(p, a, b) for p in range(40) for a, b in zip(i, j)])   # prompts 40-79 unjudged
+        stats.add(both_orders(cells), v[tuple(both_orders(cells).T)])
+        rating = rate(stats)
+        sd = cell_sd(stats, rating, 0.5)
+        effect = prompt_effect_variance(rating)
+        assert np.all(effect[:40] == 0) and np.all(effect[40:] > 0)
+        x = np.outer(rating.masses[1], rating.masses[2])
+        d = np.triu(x - x.T, 1)                                          # d payoff / d u(p, i, j)
+        departure = np.abs(np.einsum("ij,pij->p", d, v - rating.u_king))[40:]
+        independent = np.sqrt(np.einsum("ij,pij->p", d ** 2, sd ** 2))[40:]
+        within_independent.extend(departure <= 2 * independent)
+        within.extend(departure <= 2 * np.sqrt(independent ** 2 + effect[40:]))
+    assert np.mean(within) >= 0.9
+    assert np.mean(within_independent) < 0.85
 
 
 def test_cells_at_the_sample_cap_are_never_chosen():
