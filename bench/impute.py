@@ -1,6 +1,7 @@
 """Benchmark: does `--missing impute` keep the NE ranking of a sparse tensor? Synthetic games, many seeds.
 
-    uv run python bench/impute.py [--seeds 50] [--sizes 100x8,500x17] [--sparsity 0.3] [--no-noise-sweep] [--sweep]
+    uv run python bench/impute.py [--seeds 50] [--sizes 100x8,500x17] [--sparsity 0.3] [--no-noise-sweep]
+        [--no-noiseless] [--sweep]
 
 Per seed and size P x M: u = synthetic_king_tensor(P, M, seed); a uniformly random `--sparsity` share of
 the unordered (prompt, model pair) cells is hidden (mirrored, so the mask stays symmetric) and filled
@@ -25,6 +26,9 @@ tasks.bundled.read_bundle into a temporary DuckDB and assembled by warehouse.ten
 the rate flow does, for judge prd:gpt4 and for the five prd:* judges pooled; the same hiding per seed,
 and the same comparison of the filled game's NE king ratings with the complete game's (no oracle rows:
 the generating model is unknown; RMSE is against the hidden judged values).
+A table without judging noise (on by default, `--no-noiseless` skips it) runs the imputations on the
+expected game u = tanh(gap / 2) at each size: there the complete game's NE ranking is not decided by
+judging noise, so it shows what the filling itself keeps of it.
 `--sweep` instead prints the held-out RMSE of prompt-wise BT over a grid of shrinkage values (how the
 former fixed default 0.125 was chosen).
 """
@@ -135,11 +139,12 @@ def score_filled(stats: dict, filled: np.ndarray, u: np.ndarray, upper: np.ndarr
 
 
 def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, judgments: int = 8,
-             only: tuple[str, ...] | None = None) -> tuple[list[tuple], dict]:
+             only: tuple[str, ...] | None = None, noiseless: bool = False) -> tuple[list[tuple], dict]:
     """One table block: per variant (name, top-3 share, top-1 share, tau, impute s, RMSE, NE s, failures).
 
     judgments: verdicts per cell of the game and of the re-judge rows; only: run just the variants whose
-    names start with one of these (each keeps its own random stream, so shared rows agree across calls).
+    names start with one of these (each keeps its own random stream, so shared rows agree across calls);
+    noiseless: the game is the expected payoffs tanh(gap / 2) themselves (no judging noise).
     """
 
     from solvers.clones import dense_ranks
@@ -162,6 +167,8 @@ def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, jud
     info = {"top3_size": [], "pure_king": [], "ne": [], "shrinkage": []}
     for seed in range(seeds):
         u, gap = synthetic_truth(num_prompts, num_models, seed, judgments)
+        if noiseless:
+            u = np.tanh(gap / 2.0)
         hidden = hide_cells(num_prompts, num_models, sparsity, seed)
         covered = ~hidden
         u_sparse = np.where(covered, u, np.nan)
@@ -196,6 +203,25 @@ def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, jud
                      float(np.mean(s["impute"] or [np.nan])), float(np.mean(s["rmse"] or [np.nan])),
                      float(np.mean(s["ne"] or [np.nan])), s["fail"]))
     return rows, info
+
+
+def noiseless_table(sizes, seeds: int, sparsity: float) -> None:
+    """Table: the imputations on the expected game u = tanh(gap / 2) (no judging noise), per size: how much
+    of the complete game's NE ranking the filling itself keeps when the complete ranking is not noise."""
+    start = time.perf_counter()
+    only = (AUTO_ROW, FIXED_ROW, "global BT", "fill 0")
+    blocks = [(p, m, *run_size(p, m, seeds, sparsity, only=only, noiseless=True)) for p, m in sizes]
+    seconds = time.perf_counter() - start
+    print(f"\nwithout judging noise: the game is the expected payoffs tanh(gap / 2) of the same generator "
+          f"(infinitely many verdicts), seeds 0..{seeds - 1}, {sparsity:.0%} hidden ({seconds:.0f} s)")
+    header = f"{'P x M':>8}  {'variant':<32}  {'top-3 =':>7}  {'top-1 =':>7}  {'tau':>6}  {'RMSE':>6}  {'errors':>6}"
+    print(header)
+    print("-" * len(header))
+    for num_prompts, num_models, rows, info in blocks:
+        for k, (name, top3, top1, tau, _imp, rmse, _ne, fail) in enumerate(rows):
+            size = f"{num_prompts}x{num_models}" if k == 0 else ""
+            print(f"{size:>8}  {name:<32}  {top3:7.0%}  {top1:7.0%}  {tau:6.3f}  {rmse:6.3f}  {fail:>6}")
+        print(f"{'':>8}  {shrinkage_note(info['shrinkage'])}")
 
 
 def noise_sweep(seeds: int, sparsity: float) -> None:
@@ -363,12 +389,15 @@ def main() -> None:
     parser.add_argument("--sparsity", type=float, default=0.3, help="share of unordered cells hidden")
     parser.add_argument("--noise-sweep", action=argparse.BooleanOptionalAction, default=True,
                         help=f"the verdicts-per-cell table at {NOISE_SIZE[0]}x{NOISE_SIZE[1]} (default: on)")
+    parser.add_argument("--noiseless", action=argparse.BooleanOptionalAction, default=True,
+                        help="the table on the expected game, without judging noise (default: on)")
     parser.add_argument("--sweep", action="store_true", help="held-out RMSE over a shrinkage grid instead")
     args = parser.parse_args()
     sizes = parse_sizes(args.sizes)
     command = (f"uv run --frozen --no-sync python bench/impute.py --seeds {args.seeds} --sizes {args.sizes} "
                f"--sparsity {args.sparsity:g}" + (" --sweep" if args.sweep else
-                                                   " --noise-sweep" if args.noise_sweep else " --no-noise-sweep"))
+                                                   " --noise-sweep" if args.noise_sweep else " --no-noise-sweep")
+               + ("" if args.sweep else " --noiseless" if args.noiseless else " --no-noiseless"))
     start = time.perf_counter()
     if args.sweep:
         sweep(sizes, args.seeds, args.sparsity)
@@ -394,6 +423,8 @@ def main() -> None:
             ms = "-" if name in REFERENCES else f"{1e3 * imp:.1f}"
             print(f"{name:<32}  {top3:7.0%}  {top1:7.0%}  {tau:6.3f}  {ms:>9}  {rmse:6.3f}  {ne:5.2f}  {fail:>6}")
         print(shrinkage_note(info["shrinkage"]))
+    if args.noiseless:
+        noiseless_table(sizes, args.seeds, args.sparsity)
     print("\ntop-3 = / top-1 =: share of seeds whose set of models with dense rank <= 3 (== 1) equals the "
           "complete data's;\ntau: mean Kendall tau-b of the king ratings vs the complete data's; RMSE: filled "
           "cells vs the hidden true values;\nNE s: mean NE solve time; oracle / re-judge rows use the generating "

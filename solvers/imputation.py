@@ -39,10 +39,11 @@ import numpy as np
 # 1 / (verdicts * prompt_noise^2): each cell's soft label carries about 8 verdicts' information. With
 # more verdicts per cell the best value is smaller, which is why "auto" is the default.
 DEFAULT_SHRINKAGE = 0.125
-# shrinkage="auto": log-spaced candidates 1/64 ... 8 (powers of 2), the number of cross-validation folds,
+# shrinkage="auto": log-spaced candidates 1/1024 ... 8 (powers of 2; the small end lets nearly noiseless
+# payoffs, e.g. means of many verdicts, be fitted almost exactly), the number of cross-validation folds,
 # the seed of the fold assignment, and the fewest covered unordered cells for which auto cross-validates
 # (below it, DEFAULT_SHRINKAGE: each fold would hold out fewer than 4 cells).
-AUTO_GRID = tuple(2.0**k for k in range(-6, 4))
+AUTO_GRID = tuple(2.0**k for k in range(-10, 4))
 AUTO_FOLDS = 5
 AUTO_SEED = 20240517
 AUTO_MIN_CELLS = 4 * AUTO_FOLDS
