@@ -257,6 +257,20 @@ def test_auto_shrinks_noise_more_than_real_prompt_skills(seed):
     assert noise >= 32 * skills
 
 
+def test_auto_fits_noiseless_payoffs_almost_exactly():
+    """Expected payoffs tanh(gap / 2) of prompt-wise skills, no judging noise: auto picks the grid's
+    smallest penalties and recovers the hidden cells far better than the noise-tuned fixed default."""
+    rng = np.random.default_rng(7)
+    theta = rng.normal(size=8)[None, :] + rng.normal(size=(100, 8))
+    u = np.tanh((theta[:, :, None] - theta[:, None, :]) / 2)
+    hidden = hide(100, 8, 0.3, seed=7)
+    fit = impute_payoffs(*sparse(u, hidden))
+    fixed = impute_payoffs(*sparse(u, hidden), shrinkage=imputation.DEFAULT_SHRINKAGE)
+    rmse = lambda x: float(np.sqrt(np.mean((x - u)[hidden] ** 2)))  # noqa: E731
+    assert fit.shrinkage <= 2.0**-8
+    assert rmse(fit.u_king) < 0.01 < rmse(fixed.u_king)
+
+
 def test_auto_falls_back_on_tiny_input():
     """Fewer covered unordered cells than AUTO_MIN_CELLS (here 2 prompts x 6 pairs = 12): DEFAULT_SHRINKAGE."""
     u = synthetic_king_tensor(2, 4, seed=0)
