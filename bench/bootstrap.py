@@ -25,18 +25,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def synthetic_battles(u: np.ndarray, per_order: int, seed: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(u_king rebuilt from the verdicts, battles) with `per_order` +-1 verdicts per ordered cell."""
-    rng = np.random.default_rng(seed)
-    P, M, _ = u.shape
-    p, a, b = np.nonzero(~np.eye(M, dtype=bool)[None].repeat(P, axis=0))
-    p, a, b = (np.repeat(x, per_order) for x in (p, a, b))
-    score = np.where(rng.random(len(p)) < (1.0 + u[p, a, b]) / 2.0, 1.0, -1.0)
-    means = np.zeros((P, M, M))
-    np.add.at(means, (p, a, b), score / per_order)
-    return 0.5 * (means - np.swapaxes(means, 1, 2)), {"prompt": p, "model_a": a, "model_b": b, "score": score}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prompts", type=int, default=500)
@@ -49,12 +37,13 @@ def main() -> None:
 
     from solvers import cce, koth_game, nash, synthetic_king_tensor
     from solvers.bootstrap import bootstrap_ratings
+    from solvers.toy_games import simulated_battles
 
     u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
     schemes = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
     battles = None
     if "judgments" in schemes:
-        u, battles = synthetic_battles(u, 4, args.seed)
+        u, battles = simulated_battles(u, 4, np.random.default_rng(args.seed))
     game = koth_game(u)
     nash(game), cce(game)  # warm-up: imports, first-call costs
     t0 = time.perf_counter()

@@ -2,7 +2,8 @@
 
 The toy games are 2-player `NormalFormGame`s whose payoffs are exactly the paper's tables: with
 and without a duplicated (cloned) action for both players. `synthetic_king_tensor` draws random
-king-of-the-hill tensors with the value grid of real judgments, for tests and benchmarks.
+king-of-the-hill tensors with the value grid of real judgments, for tests and benchmarks;
+`simulated_battles` the individual verdicts of a noisy judge of a given tensor.
 """
 
 from __future__ import annotations
@@ -77,3 +78,18 @@ def synthetic_king_tensor(
     win = rng.binomial(judgments, 1.0 / (1.0 + np.exp(-gap))) / judgments
     upper = np.triu(2.0 * win - 1.0, k=1)
     return upper - np.swapaxes(upper, 1, 2)
+
+
+def simulated_battles(u: np.ndarray, per_order: int,
+                      rng: np.random.Generator) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A noisy judge of u_king (P, M, M): `per_order` verdicts per ordered cell (p, a shown as A, b as B),
+    +1 with probability (1 + u[p, a, b]) / 2, else -1. Returns the position-balanced tensor they give
+    (expected value u) and the battles in `warehouse.tensor.read_battles` layout (prompt, model_a,
+    model_b, score index arrays)."""
+    P, M, _ = u.shape
+    p, a, b = np.nonzero(~np.eye(M, dtype=bool)[None].repeat(P, axis=0))
+    p, a, b = (np.repeat(x, per_order) for x in (p, a, b))
+    score = np.where(rng.random(len(p)) < (1.0 + u[p, a, b]) / 2.0, 1.0, -1.0)
+    means = np.zeros((P, M, M))
+    np.add.at(means, (p, a, b), score / per_order)
+    return 0.5 * (means - np.swapaxes(means, 1, 2)), {"prompt": p, "model_a": a, "model_b": b, "score": score}

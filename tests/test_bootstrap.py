@@ -17,6 +17,7 @@ from solvers.bootstrap import (
     solve_king_ratings,
 )
 from solvers.games import KING
+from solvers.toy_games import simulated_battles
 from warehouse import ratings as store
 
 
@@ -126,18 +127,6 @@ def test_intervals_cover_the_population_rating():
     assert np.mean(widths) < 0.5
 
 
-def _noisy_battles(u: np.ndarray, per_order: int, rng: np.random.Generator):
-    """A judge whose verdict on (p, a as A, b as B) is +1 with probability (1 + u[p, a, b]) / 2, else -1:
-    `per_order` verdicts per ordered cell, and the position-balanced u_king they give (expected: u)."""
-    P, M, _ = u.shape
-    p, a, b = np.nonzero(~np.eye(M, dtype=bool)[None].repeat(P, axis=0))
-    p, a, b = (np.repeat(x, per_order) for x in (p, a, b))
-    score = np.where(rng.random(len(p)) < (1 + u[p, a, b]) / 2, 1.0, -1.0)
-    means = np.zeros((P, M, M))
-    np.add.at(means, (p, a, b), score / per_order)
-    return 0.5 * (means - np.swapaxes(means, 1, 2)), {"prompt": p, "model_a": a, "model_b": b, "score": score}
-
-
 def test_judgment_intervals_cover_the_ratings_of_the_expected_game():
     """Judge noise only: the prompts are fixed, the truth is the affinity-CCE ratings of the expected
     payoffs u, and the judged tensor holds 8 noisy verdicts per order. The "judgments" scheme's 95%
@@ -146,7 +135,7 @@ def test_judgment_intervals_cover_the_ratings_of_the_expected_game():
     for seed in range(24):
         u = solvers.synthetic_king_tensor(30, 4, seed=200 + seed, judgments=16)
         truth = _direct("cce", u)
-        judged, battles = _noisy_battles(u, 8, np.random.default_rng(seed))
+        judged, battles = simulated_battles(u, 8, np.random.default_rng(seed))
         b = bootstrap_ratings(judged, ["cce"], replicates=100, seed=seed, schemes=("judgments",), battles=battles)[0]
         hits.extend((b.lo - 1e-6 <= truth) & (truth <= b.hi + 1e-6))
         widths.append(np.mean(b.hi - b.lo))
