@@ -71,7 +71,12 @@ def trace_branch(
             stats.stop_reason = "step_underflow"
             break
         point = z + h * tangent
-        evaluation = system.factor(point, tangent)
+        try:
+            evaluation = system.factor(point, tangent)
+        except np.linalg.LinAlgError:   # the predictor landed on a singular point: a shorter step misses it
+            stats.rejected += 1
+            h /= options.max_accel
+            continue
         stats.factorisations += 1
         new_tangent = _unit(evaluation.tangent)
         decel = 1.0 / options.max_accel

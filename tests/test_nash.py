@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -268,6 +270,15 @@ def test_a_trace_that_jumps_off_the_branch_is_detected_and_retraced(grid_game_10
     assert default.diagnostics["retraces"] == 0 and default.exploitability <= 1e-6
     for x, y in zip(coarse.marginals, default.marginals):  # both traces end where the branch ends
         np.testing.assert_allclose(x, y, atol=1e-6)
+
+
+def test_a_predictor_step_onto_a_singular_jacobian_is_shortened():
+    """An 80x5x5 game (a noisy replicate met in adaptive judging) whose trace once put a predictor point
+    exactly where the bordered Jacobian is singular; numpy's solve raised there and the solve failed."""
+    game = koth_game(np.load(Path(__file__).parent / "data" / "singular_predictor_game.npy"))
+    eq = nash(game, "affinity")
+    _assert_exact_ne(eq)
+    assert eq.diagnostics["stop_reason"] == "converged" and eq.diagnostics["retraces"] == 0
 
 
 def test_branch_limit_extrapolates_power_and_log_tails():
