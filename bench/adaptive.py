@@ -236,7 +236,7 @@ def main() -> None:
               f"{np.round(settled, 2).tolist()} (the stop rule asks >= 0.95 of each)")
         big = P * M > 1000
         res = run_case(name, lambda seed, s=scores: recorded_judge(s), P, M, ref, full,
-                       budget=int((0.4 if big else 0.5) * full), batch=full // (40 if big else 32),
+                       budget=int((0.4 if big else 0.5) * full), batch=full // (80 if big else 32),
                        max_samples=len(scores), args=args)
         summary.append((name, full, res))
     print("\n## summary: share of the full data's calls to reach tau >= 0.95 with the same top model (goal <= 25%)")

@@ -22,13 +22,17 @@ Stop rule (`stop_reason`): every adjacent pair settled with probability >= `stop
 ordered or tied within the indifference zone (two models closer than `indifference` need not be
 ordered), or the call budget spent, or no cell left to judge.
 
-Priority of an unordered cell (p, i, j): relevance x sd, relevance = ratings term + `discovery` x
-support term, each normalised to sum 1.
+Priority of an unordered cell (p, i, j): relevance x sd, relevance = ratings term + `rebel_check` x
+rebel term + `discovery` x support term, each normalised to sum 1.
 - Ratings term (Thompson-style): a king rating is u(i, x_rebel, x_prompt) - value, so d rating_i /
   d u(p, i, j) = x_prompt[p] x_rebel[j]; it averages x_prompt[p] (x_rebel[j] need_i + x_rebel[i] need_j)
   over the equilibria of the replicates and the current one (masses softened towards the near support
   by softmax(rating / `temperature`)). need_i = max over model i's adjacent pairs of 1 - P(settled),
   floor 0.05.
+- Rebel term (`rebel_relevance`): the equilibrium holds only while no rebel gains by deviating, and
+  d u_rebel(j) / d u(p, i, j) = -x_prompt[p] x_king[i] for every rebel j, in the mix or not (a rebel outside
+  it is kept out by exactly these cells); so x_prompt[p] (x_king[i] + x_king[j]), averaged as above. Without
+  it a king whose rebel mix is pure is never checked against the other rebels on its support prompts.
 - Support term (`support_relevance`): which prompts belong to the support is decided by the king x
   rebel cells; a prompt is weighted by the chance that its true rating is at the support's level, its
   sd from the cells' sds plus, on imputed cells, a prompt effect shared by them (`prompt_effect_variance`).
@@ -163,25 +167,28 @@ def adjacent_order_probabilities(full: np.ndarray, replicates: np.ndarray, tie_t
 
 @dataclass(frozen=True)
 class Replicates:
-    """NE of B parametric cell replicates: king ratings (B, M), prompt masses (B, P), rebel masses (B, M)."""
+    """NE of B parametric cell replicates: king ratings (B, M), prompt masses (B, P), rebel and king masses (B, M)."""
 
     ratings: np.ndarray
     prompt_masses: np.ndarray
     rebel_masses: np.ndarray
+    king_masses: np.ndarray
 
 
 def replicate_equilibria(rating: Rating, sd: np.ndarray, replicates: int, rng: np.random.Generator) -> Replicates:
     """NE (affinity LLE) of `replicates` parametric cell replicates (module docstring)."""
     P, M, _ = sd.shape
     upper = np.triu(np.ones((M, M), bool), 1)[None]
-    ratings, prompts, rebels = np.empty((replicates, M)), np.empty((replicates, P)), np.empty((replicates, M))
+    ratings, prompts = np.empty((replicates, M)), np.empty((replicates, P))
+    rebels, kings = np.empty((replicates, M)), np.empty((replicates, M))
     for b in range(replicates):
         noise = np.where(upper, rng.standard_normal((P, M, M)) * sd, 0.0)
         u = np.clip(rating.u_king + noise - noise.transpose(0, 2, 1), -1.0, 1.0)
         eq = nash(koth_game(u), target="affinity")
         ratings[b] = np.asarray(eq.ratings[KING], float)
         prompts[b], rebels[b] = np.asarray(eq.marginals[PROMPT], float), np.asarray(eq.marginals[REBEL], float)
-    return Replicates(ratings, prompts, rebels)
+        kings[b] = np.asarray(eq.marginals[KING], float)
+    return Replicates(ratings, prompts, rebels, kings)
 
 
 def tie_probabilities(full: np.ndarray, replicates: np.ndarray, indifference: float) -> np.ndarray:
@@ -260,18 +267,28 @@ def prompt_effect_variance(rating: Rating) -> np.ndarray:
     return share * float(np.mean(residual ** 2))
 
 
+def rebel_relevance(prompt_masses: np.ndarray, king_masses: np.ndarray) -> np.ndarray:
+    """(P, M, M) rebel term (module docstring) from equilibria b: mean of x_prompt_b[p] (x_king_b[i] + x_king_b[j]),
+    normalised to sum 1. Masses (B, P) and (B, M)."""
+    pair = king_masses[:, :, None] + king_masses[:, None, :]
+    out = np.einsum("bp,bij->pij", prompt_masses, pair * (1 - np.eye(pair.shape[1]))[None])
+    return out / max(out.sum(), 1e-300)
+
+
 def cell_priority(rating: Rating, replicates: Replicates, sd: np.ndarray, need: np.ndarray,
-                  temperature: float = 0.05, discovery: float = 3.0) -> np.ndarray:
+                  temperature: float = 0.05, discovery: float = 3.0, rebel_check: float = 1.0) -> np.ndarray:
     """(P, M, M) priority of each unordered cell, upper triangle (i < j) only (module docstring)."""
     xp = np.vstack([_softened(rating.masses[PROMPT], rating.ratings[PROMPT], temperature)[None],
                     replicates.prompt_masses])
     xr = np.vstack([_softened(rating.masses[REBEL], rating.ratings[REBEL], temperature)[None],
                     replicates.rebel_masses])
+    xk = np.vstack([rating.masses[KING][None], replicates.king_masses])
     pair = xr[:, None, :] * need[None, :, None]           # [b, i, j] = x_rebel_b[j] need_i
     pair = pair + pair.transpose(0, 2, 1)
     M = len(need)
     relevance = np.einsum("bp,bij->pij", xp, pair) / len(xp)
-    relevance = relevance / max(relevance.sum(), 1e-300) + discovery * support_relevance(rating, sd)
+    relevance = (relevance / max(relevance.sum(), 1e-300) + rebel_check * rebel_relevance(xp, xk)
+                 + discovery * support_relevance(rating, sd))
     return relevance * sd * np.triu(np.ones((M, M)), 1)[None]
 
 

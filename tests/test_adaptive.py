@@ -12,6 +12,8 @@ from solvers.adaptive import (
     STOP_BUDGET,
     STOP_CONFIDENT,
     CellStats,
+    Rating,
+    Replicates,
     adaptive_judging,
     adjacent_order_probabilities,
     both_orders,
@@ -20,6 +22,7 @@ from solvers.adaptive import (
     imputation_sd,
     prompt_effect_variance,
     rate,
+    rebel_relevance,
     replicate_equilibria,
     select_cells,
     stop_reason,
@@ -110,7 +113,7 @@ def test_selection_prefers_cells_of_likely_support_prompts_and_doubtful_models()
     chance = np.vstack([rating.masses[0][None], reps.prompt_masses]).mean(axis=0)  # mean prompt mass
     need = np.full(6, 0.05)
     need[3] = 1.0                                   # only model 3's place is in doubt
-    priority = cell_priority(rating, reps, sd, need, discovery=0.0)   # the ratings term alone
+    priority = cell_priority(rating, reps, sd, need, discovery=0.0, rebel_check=0.0)   # the ratings term alone
     chosen = select_cells(priority, stats, 30, np.random.default_rng(0))
     assert ((chosen[:, 1] == 3) | (chosen[:, 2] == 3)).all()
     assert chance[chosen[:, 0]].mean() > 2 * chance.mean()
@@ -119,6 +122,33 @@ def test_selection_prefers_cells_of_likely_support_prompts_and_doubtful_models()
     mixed = select_cells(priority, stats, 30, np.random.default_rng(0), explore=0.5)
     assert chance[uniform[:, 0]].mean() < chance[mixed[:, 0]].mean() < chance[chosen[:, 0]].mean()
     assert 10 <= ((mixed[:, 1] == 3) | (mixed[:, 2] == 3)).sum() < 30 and len(mixed) == 30
+
+
+def test_rebel_term_checks_the_king_against_every_rebel_on_the_support_prompts():
+    """With a pure rebel mix the ratings term looks only at the cells against that rebel; the rebel term
+    adds the king's cells against every other rebel on the support prompts (their deviations keep the
+    equilibrium), and nothing off the support."""
+    P, M = 6, 4
+    prompts, king, rebel = np.array([0.5, 0.5, 0, 0, 0, 0]), np.eye(M)[0], np.eye(M)[1]
+    rel = rebel_relevance(prompts[None], king[None])
+    assert np.isclose(rel.sum(), 1.0)
+    assert np.allclose(rel[:2, 0, 1:], 1 / 12) and np.allclose(rel[:2, 1:, 0], 1 / 12)   # king row and column
+    assert np.all(rel[2:] == 0) and np.all(rel[:, 1:, 1:] == 0)
+    u = np.zeros((P, M, M))
+    u[:, 0, 1:], u[:, 1:, 0] = 1.0, -1.0
+    rating = Rating(u, np.zeros((P, M, M), bool), [prompts, king, rebel],
+                    [np.where(prompts > 0, 0.0, -1.0), np.array([0.0, -1, -1, -1]), np.array([0.0, 0.0, -1, -1])],
+                    np.zeros((M, M)))
+    reps = Replicates(np.zeros((0, M)), np.zeros((0, P)), np.zeros((0, M)), np.zeros((0, M)))
+    sd, need = np.full((P, M, M), 0.3), np.full(M, 0.05)
+    stats = CellStats.empty(P, M)
+    king_row = {(p, 0, j) for p in (0, 1) for j in (1, 2, 3)}
+    without = select_cells(cell_priority(rating, reps, sd, need, discovery=0.0, rebel_check=0.0), stats, 6,
+                           np.random.default_rng(0))
+    with_rebels = select_cells(cell_priority(rating, reps, sd, need, discovery=0.0), stats, 6,
+                               np.random.default_rng(0))
+    assert {tuple(c) for c in with_rebels} == king_row
+    assert len({tuple(c) for c in without} & king_row) < len(king_row)
 
 
 def test_support_relevance_weights_prompts_near_the_support_and_king_rebel_cells():
