@@ -1,7 +1,7 @@
 """Benchmark: how many judge calls adaptive judging (solvers/adaptive.py) needs to recover the full data's
 NE model ranking, against uniform random sampling of cells.
 
-    uv run python bench/adaptive.py [--seeds 5] [--replicates 20] [--skip-prd] [--skip-synthetic]
+    uv run python bench/adaptive.py [--seeds 5] [--replicates 20] [--skip-prd] [--skip-synthetic] [--live-seeds 3]
 
 Every case is a recording of every ordered cell, replayed: a call returns the recorded score of the asked
 (cell, sample), what `recorded:<judge>` returns through the judge flow (tests/test_replay_judge.py checks the
@@ -24,6 +24,11 @@ judged). After each round: Kendall's tau-b of the round's NE king ratings agains
 model (ties within 1e-4 share a rank, solvers.clones.dense_ranks). Per checkpoint the mean tau and the share
 of seeds with the right top model; "reach" = the fewest calls after which tau >= 0.95 and the top model is
 identical, as a fraction of the full calls (median over seeds, and in how many seeds it is <= 25%).
+
+Stop rule with a live judge (`--live-seeds`, 3): synthetic_king_tensor(40, 6, seed) as the expected payoffs,
+a judge that draws a fresh verdict per call (no recording to run out of), the stop rule on (0.95), a budget
+of 20 passes over the cells; per seed why it stopped, after how many calls, and whether the ranking it
+stopped with is that of the expected payoffs' NE (tau, top-1).
 """
 
 from __future__ import annotations
@@ -202,6 +207,29 @@ def synthetic_recording(u: np.ndarray, samples: int, seed: int) -> np.ndarray:
     return np.where(np.eye(M, dtype=bool)[None, None], np.nan, draws)
 
 
+def live_stop_rule(seeds: int, replicates: int, P: int = 40, M: int = 6) -> None:
+    print(f"\n## stop rule with a live noisy judge: synthetic_king_tensor({P}, {M}, seed) as expected payoffs, "
+          f"stop at 0.95, budget 20 passes")
+    print(f"{'seed':>4} {'stopped by':>10} {'calls':>7} {'passes':>6} | {'tau vs expected NE':>18} {'top-1':>5} | "
+          f"P(settled) at the end")
+    for seed in range(seeds):
+        u = np.asarray(synthetic_king_tensor(P, M, seed=seed))
+        truth = solve_king_ratings("ne", u)[0]
+        rng = np.random.default_rng([seed, 5])
+
+        def judge(requests, u=u, rng=rng):
+            p, a, b = requests.T
+            return np.where(rng.random(len(requests)) < (1 + u[p, a, b]) / 2, 1.0, -1.0)
+
+        cells = P * M * (M - 1)
+        result = adaptive_judging(judge, P, M, max_calls=20 * cells, batch_calls=cells // 8, replicates=replicates,
+                                  seed=seed)
+        settled = np.maximum(result.probabilities[-1], result.tie_probabilities[-1])
+        print(f"{seed:>4} {result.stopped_by:>10} {result.calls[-1]:>7,} {result.calls[-1] / cells:>6.1f} | "
+              f"{tau(result.ratings[-1], truth):>18.3f} {'yes' if same_top(result.ratings[-1], truth) else 'no':>5} | "
+              f"{np.round(settled, 2).tolist()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=20)
@@ -210,6 +238,7 @@ def main() -> None:
     parser.add_argument("--synthetic-samples", type=int, default=2, help="recorded verdicts per ordered cell")
     parser.add_argument("--skip-prd", action="store_true")
     parser.add_argument("--skip-synthetic", action="store_true")
+    parser.add_argument("--live-seeds", type=int, default=3, help="seeds of the live-judge stop-rule check (0: skip)")
     args = parser.parse_args()
     print("command: uv run python bench/adaptive.py " + " ".join(sys.argv[1:]))
     summary = []
@@ -239,6 +268,8 @@ def main() -> None:
                        budget=int((0.4 if big else 0.5) * full), batch=full // (80 if big else 32),
                        max_samples=len(scores), args=args)
         summary.append((name, full, res))
+    if args.live_seeds:
+        live_stop_rule(args.live_seeds, args.replicates)
     print("\n## summary: share of the full data's calls to reach tau >= 0.95 with the same top model (goal <= 25%)")
     print(f"{'case':<28} {'full calls':>10} | {'adaptive median':>15} {'<=25%':>6} | "
           f"{'uniform median':>14} {'<=25%':>6}")
