@@ -90,9 +90,18 @@ def test_judgment_resampling_keeps_constant_cells_and_is_unbiased():
     # Each order's resampled mean is unbiased for its sample mean, so the cell is unbiased for u.
     se = np.std(reps, axis=0) / np.sqrt(len(reps))
     assert np.all(np.abs(reps.mean(axis=0) - u) <= 4.5 * se + 1e-12)
-    # Resampled values stay on the grid of 1/2 (mean of 4 draws - mean of 4 draws): multiples of 1/8.
-    judged = reps[:, ~imputed]
-    np.testing.assert_allclose(judged * 8, np.round(judged * 8), atol=1e-9)
+    # Each order's change is a mean of 4 draws minus the mean of the 4 scores, scaled by sqrt(4/3):
+    # unclipped cells move by sqrt(4/3) times multiples of 1/8 (half the difference of two such changes).
+    steps = ((reps - u) / np.sqrt(4 / 3) * 8)[:, ~imputed & (np.abs(reps) < 1).all(axis=0)]
+    np.testing.assert_allclose(steps, np.round(steps), atol=1e-9)
+    # ... so that a cell's variance is the unbiased (s_ab^2 + s_ba^2) / (4 k), not (k - 1) / k of it.
+    judged = battles["score"].reshape(6, 12, 4)  # (prompt, ordered pair, sample): _battles' order
+    s2 = np.zeros((6, 4, 4))
+    a, b = np.nonzero(~np.eye(4, dtype=bool))
+    s2[:, a, b] = judged.var(axis=2, ddof=1)
+    expected = (s2 + np.swapaxes(s2, 1, 2)) / 16
+    ratio = reps.var(axis=0)[moving].sum() / expected[moving].sum()
+    assert 0.9 < ratio < 1.1, ratio  # a plain resample: 0.75 (clipping at +-1 takes under 1%)
 
 
 def test_same_seed_same_replicates_whatever_the_workers():
