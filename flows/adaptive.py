@@ -59,7 +59,7 @@ def adaptive_judge_flow(
     batch_calls: int = 200,
     stop_probability: float = 0.95,
     indifference: float = 0.02,
-    explore: float = 0.25,
+    explore: float = 0.1,
     initial_prompts: int = 5,
     replicates: int = 30,
     max_samples_per_order: int | None = None,

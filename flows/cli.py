@@ -500,7 +500,7 @@ def judge_command(
                                            "probability."),
     indifference: float = typer.Option(0.02, "--indifference", min=0.0, help="--adaptive: two models whose NE "
                                        "ratings differ by at most this need not be ordered to stop."),
-    explore: float = typer.Option(0.25, "--explore", min=0.0, max=1.0, help="--adaptive: share of each batch "
+    explore: float = typer.Option(0.1, "--explore", min=0.0, max=1.0, help="--adaptive: share of each batch "
                                   "drawn uniformly at random; the rest goes to the cells of highest priority."),
     seed: int = typer.Option(0, "--seed", help="--adaptive: seed of the design, the replicates and tie-breaks."),
 ) -> None:

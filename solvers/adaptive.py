@@ -338,7 +338,7 @@ class AdaptiveResult:
 
 def adaptive_judging(judge: Judge, num_prompts: int, num_models: int, *, max_calls: int | None = None,
                      batch_calls: int = 200, stop_probability: float = 0.95, indifference: float = 0.02,
-                     initial_prompts: int = 5, explore: float = 0.25, discovery: float = 3.0,
+                     initial_prompts: int = 5, explore: float = 0.1, discovery: float = 3.0,
                      replicates: int = 30, prior_variance: float = 0.5, max_samples_per_order: int | None = None,
                      strategy: str = "adaptive", seed: int = 0, initial: CellStats | None = None,
                      on_round: Callable[[AdaptiveResult], None] | None = None) -> AdaptiveResult:
