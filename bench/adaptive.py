@@ -288,6 +288,11 @@ def main() -> None:
         summary.append((name, full, res))
     if args.live_seeds:
         live_stop_rule(args.live_seeds, args.replicates)
+    if summary:
+        print_summary(summary, args.seeds)
+
+
+def print_summary(summary: list[tuple[str, int, dict]], seeds: int) -> None:
     print("\n## summary: share of the full data's calls to reach tau >= 0.95 with the same top model (goal <= 25%)")
     print("reach: the first round there (median, seeds <= 25%); at 25%: seeds whose ranking after 25% of the calls is "
           "there; stays: the median share from which every later round to the budget is there")
@@ -295,8 +300,7 @@ def main() -> None:
           f"{'uniform: reach':>14} {'<=25%':>6} {'at 25%':>6} {'stays':>6}")
     for name, full, r in summary:
         f = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
-        n = args.seeds
-        cols = [f"{f(x['median']):>15} {x['within']:>3}/{n:<2} {x['held']:>3}/{n:<2} {f(x['stable']):>6}"
+        cols = [f"{f(x['median']):>15} {x['within']:>3}/{seeds:<2} {x['held']:>3}/{seeds:<2} {f(x['stable']):>6}"
                 for x in (r["adaptive"], r["uniform"])]
         print(f"{name:<28} {full:>10,} | {cols[0]} | {cols[1]}")
 
