@@ -6,7 +6,8 @@ API (POST /v1/files, GET /v1/files/{id}[/content], POST /v1/batches, GET /v1/bat
 
 Judging: every response text planted by the tests carries `<<model:NAME>>`, every prompt text
 `<<prompt:ID>>`. The first model tag in the user message is assistant A, the second B. The verdict
-follows d = quality[A] - quality[B] + noise (or always favours A with `always_a`), and the output
+follows d = quality[A] - quality[B] + N(0, noise) (or always favours A with `always_a`); the k-th draw of
+a cell (prompt, A, B) depends only on the seed, the cell and k, never on how requests interleave. The output
 names a decoy label before the final one, so a parser that takes the first label gets it wrong.
 
 Faults (chat / generate requests only): with probability `fault_rate` a request gets one of 429
@@ -110,7 +111,8 @@ class FakeLLMServer:
         # requests interleave with verdict draws.
         self.fault_rng = random.Random(f"{seed}:faults")
         self.malformed_rng = random.Random(f"{seed}:malformed")
-        self.rng = random.Random(seed)
+        self.seed = seed
+        self._verdicts_drawn: collections.Counter = collections.Counter()  # per (prompt, A, B)
         self.noise = noise
         self.latency_s = latency_s
         self.fault_rate = fault_rate
@@ -395,6 +397,13 @@ class FakeLLMServer:
             return _json(200, _chat_completion(body.get("model", "?"), texts, prompt_tokens, completion_tokens))
         return _json(200, _gemini_response(model, texts, prompt_tokens, completion_tokens))
 
+    def _noise_draw(self, cell: tuple[str, str, str]) -> float:
+        """The judge noise of the cell's next verdict: the k-th draw of a cell is the same whatever the
+        order in which concurrent requests arrive, so verdicts do not depend on scheduling."""
+        k = self._verdicts_drawn[cell]
+        self._verdicts_drawn[cell] += 1
+        return random.Random(f"{self.seed}:{':'.join(cell)}:{k}").gauss(0, self.noise)
+
     def _verdict_text(self, system: str, user: str) -> str | None:
         """A judge output for the user message, or None for a malformed one (caller holds the lock)."""
         if self.malformed_rng.random() < self.malformed_rate:
@@ -405,7 +414,7 @@ class FakeLLMServer:
         if self.always_a:
             label = labels[0]
         else:
-            d = self.qualities.get(model_a, 0.0) - self.qualities.get(model_b, 0.0) + self.rng.gauss(0, self.noise)
+            d = self.qualities.get(model_a, 0.0) - self.qualities.get(model_b, 0.0) + self._noise_draw(_cell(user))
             if labels is FIVE:
                 label = "A>>B" if d > 0.6 else "A>B" if d > 0.2 else "A=B" if d >= -0.2 else "B>A" if d >= -0.6 else "B>>A"
             else:

@@ -111,7 +111,10 @@ def test_verdicts_follow_the_planted_quality(con):
     with FakeLLMServer(QUALITY, seed=3) as server:
         judge_id = "openai-compatible:judge"
         plan, inputs = plan_for(con, judge_id, samples=3)
-        run(con, f"{judge_id}@{server.openai_base_url}", plan, inputs)
+        # no faults and a generous timeout: every cell gets exactly its first three draws
+        runner = run(con, f"{judge_id}@{server.openai_base_url}", plan, inputs,
+                     retry=RetryPolicy(attempts=3, initial_wait_s=0.01, max_wait_s=0.05, timeout_s=30))
+    assert runner.stats.retries == 0
     means = dict(con.execute(
         "SELECT model_a || '>' || model_b, avg(score) FROM judgments WHERE status = 'ok' GROUP BY ALL").fetchall())
     models = list(QUALITY)
