@@ -28,10 +28,12 @@ hit can be luck where the full data's own ranking is unsettled (the curves go up
 also counts the seeds whose ranking *after 25% of the calls* is there ("at 25%") and gives the median share
 from which every later round stays there ("stays").
 
-Stop rule with a live judge (`--live-seeds`, 3): synthetic_king_tensor(40, 6, seed) as the expected payoffs,
-a judge that draws a fresh verdict per call (no recording to run out of), the stop rule on (0.95), a budget
-of 20 passes over the cells; per seed why it stopped, after how many calls, and whether the ranking it
-stopped with is that of the expected payoffs' NE (tau, top-1).
+Stop rule with a live judge (`--live-seeds`, 3): synthetic_king_tensor(40, 6, seed, judgments=None) as the
+expected payoffs (`--live-payoffs smooth`: Bradley-Terry probabilities; `grid`: means of 8 verdicts, whose
+exact ties make some NE ratings sit exactly on a switch), a judge that draws a fresh verdict per call (no
+recording to run out of), the stop rule on (0.95), a budget of 20 passes over the cells; per seed why it
+stopped, after how many calls, and whether the ranking it stopped with is that of the expected payoffs'
+NE (tau, top-1).
 """
 
 from __future__ import annotations
@@ -225,13 +227,14 @@ def synthetic_recording(u: np.ndarray, samples: int, seed: int) -> np.ndarray:
     return np.where(np.eye(M, dtype=bool)[None, None], np.nan, draws)
 
 
-def live_stop_rule(seeds: int, replicates: int, P: int = 40, M: int = 6) -> None:
-    print(f"\n## stop rule with a live noisy judge: synthetic_king_tensor({P}, {M}, seed) as expected payoffs, "
-          f"stop at 0.95, budget 20 passes")
+def live_stop_rule(seeds: int, replicates: int, payoffs: str, P: int = 40, M: int = 6) -> None:
+    judgments = {"grid": 8, "smooth": None}[payoffs]
+    print(f"\n## stop rule with a live noisy judge: synthetic_king_tensor({P}, {M}, seed, judgments={judgments}) "
+          f"as expected payoffs, stop at 0.95, budget 20 passes")
     print(f"{'seed':>4} {'stopped by':>10} {'calls':>7} {'passes':>6} | {'tau vs expected NE':>18} {'top-1':>5} | "
           f"P(settled) at the end")
     for seed in range(seeds):
-        u = np.asarray(synthetic_king_tensor(P, M, seed=seed))
+        u = np.asarray(synthetic_king_tensor(P, M, seed=seed, judgments=judgments))
         truth = solve_king_ratings("ne", u)[0]
         rng = np.random.default_rng([seed, 5])
 
@@ -257,6 +260,9 @@ def main() -> None:
     parser.add_argument("--skip-prd", action="store_true")
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--live-seeds", type=int, default=3, help="seeds of the live-judge stop-rule check (0: skip)")
+    parser.add_argument("--live-payoffs", choices=("smooth", "grid"), default="smooth",
+                        help="the live judge's expected payoffs: Bradley-Terry probabilities (smooth), or means of "
+                             "8 verdicts (grid: exact ties, where NE ratings are degenerate)")
     args = parser.parse_args()
     print("command: uv run python bench/adaptive.py " + " ".join(sys.argv[1:]))
     summary = []
@@ -287,7 +293,7 @@ def main() -> None:
                        max_samples=len(scores), args=args)
         summary.append((name, full, res))
     if args.live_seeds:
-        live_stop_rule(args.live_seeds, args.replicates)
+        live_stop_rule(args.live_seeds, args.replicates, args.live_payoffs)
     if summary:
         print_summary(summary, args.seeds)
 

@@ -1,16 +1,18 @@
 """Benchmark: how often the bootstrap's 95% rating intervals (solvers/bootstrap.py) hold the true rating.
 
-    uv run python bench/coverage.py [--seeds 48] [--methods ne,cce] [--replicates 100] [--workers 2]
+    uv run python bench/coverage.py [--seeds 48] [--methods ne,cce] [--truths grid,smooth] [--replicates 100]
 
 Judge noise alone ("judgments" scheme): for each seed s the expected payoffs are
-synthetic_king_tensor(30, 4, seed=200 + s, judgments=16) and the truth is the method's king ratings of that
-expected game; a simulated judge (solvers.toy_games.simulated_battles) gives 8 +-1 verdicts per ordered
-cell, and the interval is the percentile interval of `--replicates` judgment replicates. Per method: the
-share of (seed, model) cases whose interval holds the truth, with a binomial 95% interval for that share
+synthetic_king_tensor(30, 4, seed=200 + s, judgments=16) ("grid": means of 16 verdicts, so many cells are
+exactly +-1 and ties are exact) or the same skills' Bradley-Terry expectations (judgments=None,
+"smooth"), and the truth is the method's king ratings of that expected game; a simulated judge
+(solvers.toy_games.simulated_battles) gives 8 +-1 verdicts per ordered cell, and the interval is the
+percentile interval of `--replicates` judgment replicates. Per truth and method: the share of (seed,
+model) cases whose interval holds the truth, with a binomial 95% interval for that share
 (scipy.stats.binomtest), the mean width, and the misses split by kind: the estimate's equilibrium has the
 model in the king's support (rating 0) and the truth has not, or the other way round ("support"), or the
 support agrees and the interval is too narrow or off-centre ("spread"). tests/test_bootstrap.py runs the
-first 24 seeds for CCE and asserts >= 90%.
+first 24 grid seeds for NE and CCE and asserts >= 90%.
 """
 
 from __future__ import annotations
@@ -33,47 +35,62 @@ from solvers.toy_games import simulated_battles  # noqa: E402
 SUPPORT = 1e-6  # |rating| below this: the model is in the king's support
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=48)
-    parser.add_argument("--methods", default="ne,cce", help="comma-separated: ne, cce, ne-shannon, cce-shannon")
-    parser.add_argument("--replicates", type=int, default=100)
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    args = parser.parse_args()
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+TRUTHS = {"grid": 16, "smooth": None}  # synthetic_king_tensor's `judgments`: a 1/8 grid, or expected payoffs
 
-    hits = {m: [] for m in methods}
-    widths = {m: [] for m in methods}
-    misses = {m: {"support": 0, "spread": 0} for m in methods}
-    started = time.perf_counter()
-    for seed in range(args.seeds):
-        u = synthetic_king_tensor(30, 4, seed=200 + seed, judgments=16)
+
+def cover(truth_kind: str, methods: list[str], seeds: int, replicates: int, workers: int, started: float) -> dict:
+    """Per method: hits (one per seed and model), mean widths per seed, misses by kind."""
+    out = {m: {"hits": [], "widths": [], "support": 0, "spread": 0} for m in methods}
+    for seed in range(seeds):
+        u = synthetic_king_tensor(30, 4, seed=200 + seed, judgments=TRUTHS[truth_kind])
         judged, battles = simulated_battles(u, 8, np.random.default_rng(seed))
-        results = bootstrap_ratings(judged, methods, replicates=args.replicates, seed=seed, schemes=("judgments",),
-                                    battles=battles, workers=args.workers)
+        results = bootstrap_ratings(judged, methods, replicates=replicates, seed=seed, schemes=("judgments",),
+                                    battles=battles, workers=workers)
         for r in results:
             truth = solve_king_ratings(r.method, u)[0]
             estimate = solve_king_ratings(r.method, judged)[0]
             hit = (r.lo - 1e-6 <= truth) & (truth <= r.hi + 1e-6)
-            hits[r.method].extend(hit)
-            widths[r.method].append(np.mean(r.hi - r.lo))
             switched = (np.abs(truth) < SUPPORT) != (np.abs(estimate) < SUPPORT)
-            misses[r.method]["support"] += int(np.sum(~hit & switched))
-            misses[r.method]["spread"] += int(np.sum(~hit & ~switched))
-        print(f"seed {seed + 1}/{args.seeds} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+            o = out[r.method]
+            o["hits"].extend(hit)
+            o["widths"].append(np.mean(r.hi - r.lo))
+            o["support"] += int(np.sum(~hit & switched))
+            o["spread"] += int(np.sum(~hit & ~switched))
+        print(f"{truth_kind}: seed {seed + 1}/{seeds} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr,
+              flush=True)
+    return out
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=48)
+    parser.add_argument("--methods", default="ne,cce", help="comma-separated: ne, cce, ne-shannon, cce-shannon")
+    parser.add_argument("--truths", default="grid,smooth", help="comma-separated: grid, smooth")
+    parser.add_argument("--replicates", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    args = parser.parse_args()
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    truths = [t.strip() for t in args.truths.split(",") if t.strip()]
+    unknown = sorted(set(truths) - set(TRUTHS))
+    if unknown:
+        parser.error(f"--truths: unknown {', '.join(unknown)}; choose among {', '.join(TRUTHS)}")
+
+    started = time.perf_counter()
+    results = {t: cover(t, methods, args.seeds, args.replicates, args.workers, started) for t in truths}
     print(f"judge noise alone: {args.seeds} games of 30 prompts x 4 models, 8 verdicts per ordered cell, "
           f"{args.replicates} judgment replicates, 95% percentile intervals")
     print()
-    header = f"{'method':<12} {'cases':>6} {'coverage':>9} {'95% CI of coverage':>19} {'mean width':>11} " \
-             f"{'misses: support':>16} {'spread':>7}"
+    header = f"{'truth':<7} {'method':<12} {'cases':>6} {'coverage':>9} {'95% CI of coverage':>19} " \
+             f"{'mean width':>11} {'misses: support':>16} {'spread':>7}"
     print(header)
     print("-" * len(header))
-    for m in methods:
-        k, n = int(np.sum(hits[m])), len(hits[m])
-        ci = binomtest(k, n).proportion_ci(0.95)
-        print(f"{m:<12} {n:>6} {k / n:>9.1%} {f'{ci.low:.1%} - {ci.high:.1%}':>19} {np.mean(widths[m]):>11.3f} "
-              f"{misses[m]['support']:>16} {misses[m]['spread']:>7}")
+    for t in truths:
+        for m in methods:
+            o = results[t][m]
+            k, n = int(np.sum(o["hits"])), len(o["hits"])
+            ci = binomtest(k, n).proportion_ci(0.95)
+            print(f"{t:<7} {m:<12} {n:>6} {k / n:>9.1%} {f'{ci.low:.1%} - {ci.high:.1%}':>19} "
+                  f"{np.mean(o['widths']):>11.3f} {o['support']:>16} {o['spread']:>7}")
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

@@ -60,22 +60,24 @@ def synthetic_king_tensor(
     num_models: int,
     *,
     seed: int = 0,
-    judgments: int = 8,
+    judgments: int | None = 8,
     prompt_noise: float = 1.0,
 ) -> np.ndarray:
     """A random king tensor u_king of shape (P, M, M) that looks like judged data.
 
     Model i has skill s_i ~ N(0, 1) and prompt-specific skill s_i + prompt_noise * N(0, 1); each of
     `judgments` position-balanced verdicts scores +1/-1 with the Bradley-Terry probability of the
-    skill gap, so entries lie on the grid of means of `judgments` verdicts. Antisymmetric with a
-    zero diagonal.
+    skill gap, so entries lie on the grid of means of `judgments` verdicts; `judgments=None` gives the
+    expected payoffs 2 sigmoid(gap) - 1 of the same skills instead (no grid, no exact ties).
+    Antisymmetric with a zero diagonal.
     """
-    if num_prompts < 1 or num_models < 1 or judgments < 1:
+    if num_prompts < 1 or num_models < 1 or (judgments is not None and judgments < 1):
         raise ValueError("num_prompts, num_models and judgments must be positive")
     rng = np.random.default_rng(seed)
     skill = rng.normal(size=num_models)[None, :] + prompt_noise * rng.normal(size=(num_prompts, num_models))
     gap = skill[:, :, None] - skill[:, None, :]
-    win = rng.binomial(judgments, 1.0 / (1.0 + np.exp(-gap))) / judgments
+    p_win = 1.0 / (1.0 + np.exp(-gap))
+    win = p_win if judgments is None else rng.binomial(judgments, p_win) / judgments
     upper = np.triu(2.0 * win - 1.0, k=1)
     return upper - np.swapaxes(upper, 1, 2)
 
