@@ -1,7 +1,7 @@
 """Benchmark: how many judge calls adaptive judging (solvers/adaptive.py) needs to recover the full data's
 NE model ranking, against uniform random sampling of cells.
 
-    uv run python bench/adaptive.py [--seeds 5] [--replicates 20] [--skip-prd] [--skip-synthetic] [--live-seeds 3]
+    uv run python bench/adaptive.py [--seeds 5] [--replicates 20] [--skip-prd] [--skip-synthetic] [--live-seeds 10]
 
 Every case is a recording of every ordered cell, replayed: a call returns the recorded score of the asked
 (cell, sample), what `recorded:<judge>` returns through the judge flow (tests/test_replay_judge.py checks the
@@ -28,12 +28,14 @@ hit can be luck where the full data's own ranking is unsettled (the curves go up
 also counts the seeds whose ranking *after 25% of the calls* is there ("at 25%") and gives the median share
 from which every later round stays there ("stays").
 
-Stop rule with a live judge (`--live-seeds`, 3): synthetic_king_tensor(40, 6, seed, judgments=None) as the
-expected payoffs (`--live-payoffs smooth`: Bradley-Terry probabilities; `grid`: means of 8 verdicts, whose
-exact ties make some NE ratings sit exactly on a switch), a judge that draws a fresh verdict per call (no
-recording to run out of), the stop rule on (0.95), a budget of 20 passes over the cells; per seed why it
-stopped, after how many calls, and whether the ranking it stopped with is that of the expected payoffs'
-NE (tau, top-1).
+Stop rule with a live judge (`--live-seeds`, 10): synthetic_king_tensor(P, M, seed, judgments=None) as the
+expected payoffs (`--live-size`, 20x4; `--live-payoffs smooth`: Bradley-Terry probabilities; `grid`: means
+of 8 verdicts, whose exact ties make some NE ratings sit exactly on a switch), a judge that draws a fresh
+verdict per call (no recording to run out of), the stop rule on (0.95, indifference 0.02), a budget of
+`--live-passes` (40) calls per ordered cell; per seed why it stopped, after how many passes, and whether
+the ranking it stopped with is that of the expected payoffs' NE: tau, top-1, and "right" = every adjacent
+pair of the stopped ranking whose true ratings differ by more than the indifference is ordered as in the
+truth (what the rule promises). The last line counts the seeds where the rule fired and was right.
 """
 
 from __future__ import annotations
@@ -227,12 +229,22 @@ def synthetic_recording(u: np.ndarray, samples: int, seed: int) -> np.ndarray:
     return np.where(np.eye(M, dtype=bool)[None, None], np.nan, draws)
 
 
-def live_stop_rule(seeds: int, replicates: int, payoffs: str, P: int = 40, M: int = 6) -> None:
+def right_within_indifference(estimate: np.ndarray, truth: np.ndarray, indifference: float) -> bool:
+    """Every adjacent pair of ranking(estimate) whose true ratings differ by more than `indifference` is
+    ordered as in the truth (pairs the truth puts within the zone may come in either order)."""
+    order = np.lexsort((np.arange(len(estimate)), -estimate))
+    return all(truth[hi] - truth[lo] >= -indifference for hi, lo in zip(order[:-1], order[1:]))
+
+
+def live_stop_rule(seeds: int, replicates: int, payoffs: str, size: tuple[int, int], passes: float,
+                   indifference: float = 0.02) -> None:
+    P, M = size
     judgments = {"grid": 8, "smooth": None}[payoffs]
     print(f"\n## stop rule with a live noisy judge: synthetic_king_tensor({P}, {M}, seed, judgments={judgments}) "
-          f"as expected payoffs, stop at 0.95, budget 20 passes")
-    print(f"{'seed':>4} {'stopped by':>10} {'calls':>7} {'passes':>6} | {'tau vs expected NE':>18} {'top-1':>5} | "
-          f"P(settled) at the end")
+          f"as expected payoffs, stop at 0.95 (indifference {indifference}), budget {passes:g} passes")
+    print(f"{'seed':>4} {'stopped by':>10} {'calls':>7} {'passes':>6} | {'tau vs expected NE':>18} {'top-1':>5} "
+          f"{'right':>5} | P(settled) at the end")
+    fired = right = 0
     for seed in range(seeds):
         u = np.asarray(synthetic_king_tensor(P, M, seed=seed, judgments=judgments))
         truth = solve_king_ratings("ne", u)[0]
@@ -243,12 +255,16 @@ def live_stop_rule(seeds: int, replicates: int, payoffs: str, P: int = 40, M: in
             return np.where(rng.random(len(requests)) < (1 + u[p, a, b]) / 2, 1.0, -1.0)
 
         cells = P * M * (M - 1)
-        result = adaptive_judging(judge, P, M, max_calls=20 * cells, batch_calls=cells // 8, replicates=replicates,
-                                  seed=seed)
+        result = adaptive_judging(judge, P, M, max_calls=int(passes * cells), batch_calls=max(2, cells // 8),
+                                  replicates=replicates, indifference=indifference, seed=seed)
         settled = np.maximum(result.probabilities[-1], result.tie_probabilities[-1])
+        ok = right_within_indifference(result.ratings[-1], truth, indifference)
+        if result.stopped_by == STOP_CONFIDENT:
+            fired, right = fired + 1, right + ok
         print(f"{seed:>4} {result.stopped_by:>10} {result.calls[-1]:>7,} {result.calls[-1] / cells:>6.1f} | "
-              f"{tau(result.ratings[-1], truth):>18.3f} {'yes' if same_top(result.ratings[-1], truth) else 'no':>5} | "
-              f"{np.round(settled, 2).tolist()}")
+              f"{tau(result.ratings[-1], truth):>18.3f} {'yes' if same_top(result.ratings[-1], truth) else 'no':>5} "
+              f"{'yes' if ok else 'no':>5} | {np.round(settled, 2).tolist()}", flush=True)
+    print(f"the stop rule fired in {fired} of {seeds} seeds and was right in {right} of {fired}")
 
 
 def main() -> None:
@@ -259,7 +275,9 @@ def main() -> None:
     parser.add_argument("--synthetic-samples", type=int, default=2, help="recorded verdicts per ordered cell")
     parser.add_argument("--skip-prd", action="store_true")
     parser.add_argument("--skip-synthetic", action="store_true")
-    parser.add_argument("--live-seeds", type=int, default=3, help="seeds of the live-judge stop-rule check (0: skip)")
+    parser.add_argument("--live-seeds", type=int, default=10, help="seeds of the live-judge stop-rule check (0: skip)")
+    parser.add_argument("--live-size", default="20x4", help="the live-judge games' prompts x models")
+    parser.add_argument("--live-passes", type=float, default=40, help="the live-judge budget, calls per ordered cell")
     parser.add_argument("--live-payoffs", choices=("smooth", "grid"), default="smooth",
                         help="the live judge's expected payoffs: Bradley-Terry probabilities (smooth), or means of "
                              "8 verdicts (grid: exact ties, where NE ratings are degenerate)")
@@ -293,7 +311,11 @@ def main() -> None:
                        max_samples=len(scores), args=args)
         summary.append((name, full, res))
     if args.live_seeds:
-        live_stop_rule(args.live_seeds, args.replicates, args.live_payoffs)
+        parts = args.live_size.lower().split("x")
+        size = tuple(int(x) for x in parts) if all(x.isdigit() for x in parts) else ()
+        if len(size) != 2 or min(size) < 2:
+            parser.error(f"--live-size: expected PROMPTSxMODELS such as 20x4, got {args.live_size!r}")
+        live_stop_rule(args.live_seeds, args.replicates, args.live_payoffs, size, args.live_passes)
     if summary:
         print_summary(summary, args.seeds)
 

@@ -181,7 +181,7 @@ def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping
     """One panel per equilibrium method: each model's full-data rating (eq. 1) with its bootstrap
     percentile interval per resampling scheme. intervals[method][scheme][model] = (rating, lo, hi)."""
     methods = list(intervals)
-    fig, axes = plt.subplots(1, len(methods), figsize=(3.4 * len(methods) + 1.2, 0.9 + 0.42 * len(models)),
+    fig, axes = plt.subplots(1, len(methods), figsize=(3.4 * len(methods) + 1.2, 1.25 + 0.42 * len(models)),
                              squeeze=False, sharey=True)
     y = np.arange(len(models))
     for ax, method in zip(axes[0], methods):
@@ -199,11 +199,13 @@ def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping
         ax.set_title(method, fontsize=10)
         ax.set_xlabel("rating (deviation gain)", fontsize=8)
         ax.grid(axis="x", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower left")
     axes[0, 0].set_yticks(y, models, fontsize=8)
     axes[0, 0].set_ylim(len(models) - 0.5, -0.5)
     fig.suptitle("Equilibrium ratings with bootstrap intervals", fontsize=11)
-    fig.tight_layout()
+    # one legend below the panels, where it covers no model's interval
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))
     return fig
 
 
