@@ -58,6 +58,7 @@ from solvers.adaptive import (  # noqa: E402
     adaptive_judging,
     adjacent_order_probabilities,
     cell_sd,
+    ranking,
     rate,
     replicate_equilibria,
     stop_reason,
@@ -232,7 +233,7 @@ def synthetic_recording(u: np.ndarray, samples: int, seed: int) -> np.ndarray:
 def right_within_indifference(estimate: np.ndarray, truth: np.ndarray, indifference: float) -> bool:
     """Every adjacent pair of ranking(estimate) whose true ratings differ by more than `indifference` is
     ordered as in the truth (pairs the truth puts within the zone may come in either order)."""
-    order = np.lexsort((np.arange(len(estimate)), -estimate))
+    order = ranking(estimate)
     return all(truth[hi] - truth[lo] >= -indifference for hi, lo in zip(order[:-1], order[1:]))
 
 
@@ -267,6 +268,14 @@ def live_stop_rule(seeds: int, replicates: int, payoffs: str, size: tuple[int, i
     print(f"the stop rule fired in {fired} of {seeds} seeds and was right in {right} of {fired}")
 
 
+def game_size(text: str) -> tuple[int, int]:
+    """'20x4' -> (20, 4): prompts x models, each at least 2 (an argparse type)."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(x.isdigit() and int(x) >= 2 for x in parts):
+        raise argparse.ArgumentTypeError(f"expected PROMPTSxMODELS such as 20x4, got {text!r}")
+    return int(parts[0]), int(parts[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=20)
@@ -276,7 +285,7 @@ def main() -> None:
     parser.add_argument("--skip-prd", action="store_true")
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--live-seeds", type=int, default=10, help="seeds of the live-judge stop-rule check (0: skip)")
-    parser.add_argument("--live-size", default="20x4", help="the live-judge games' prompts x models")
+    parser.add_argument("--live-size", type=game_size, default="20x4", help="the live-judge games' prompts x models")
     parser.add_argument("--live-passes", type=float, default=40, help="the live-judge budget, calls per ordered cell")
     parser.add_argument("--live-payoffs", choices=("smooth", "grid"), default="smooth",
                         help="the live judge's expected payoffs: Bradley-Terry probabilities (smooth), or means of "
@@ -311,11 +320,7 @@ def main() -> None:
                        max_samples=len(scores), args=args)
         summary.append((name, full, res))
     if args.live_seeds:
-        parts = args.live_size.lower().split("x")
-        size = tuple(int(x) for x in parts) if all(x.isdigit() for x in parts) else ()
-        if len(size) != 2 or min(size) < 2:
-            parser.error(f"--live-size: expected PROMPTSxMODELS such as 20x4, got {args.live_size!r}")
-        live_stop_rule(args.live_seeds, args.replicates, args.live_payoffs, size, args.live_passes)
+        live_stop_rule(args.live_seeds, args.replicates, args.live_payoffs, args.live_size, args.live_passes)
     if summary:
         print_summary(summary, args.seeds)
 
