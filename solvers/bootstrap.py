@@ -16,7 +16,8 @@ relative entropy), no warm start — and stores the king's ratings (paper eq. 1)
   judgments all agree still moves (eight wins in eight do not make a certain win) and one judgment per
   order is enough. Under resampling such cells stayed fixed, and NE ratings, which rest on the most
   one-sided cells, got intervals that held the true rating in 84% (grid payoffs) and 78% (smooth) of
-  cases; now 100% and 95% (bench/coverage.py). A cell judged in one order only (`--orders any`) moves with that order's mean; imputed cells do not move.
+  cases; now 100% and 95% (bench/coverage.py). A cell judged in one order only (`--orders any`) moves
+  with that order's mean; imputed cells do not move.
 
 Clone prompts. A prompt replicate holds ~63% of the distinct prompts, some several times. Exact copies
 of a prompt are clones, so the affinity target (Section 3.3, App. B) splits the mass of one prompt among
