@@ -132,3 +132,17 @@ def test_a_missing_key_on_the_workers_stops_the_run(prefect_harness, toy_db, key
                        prompts=1, runner="dask", dask_address=address, **FAST)
         assert server.snapshot().requests == 0
     assert stored(toy_db, "gemini:gemini-2.0-flash") == []
+
+
+def test_gemini_calls_run_on_the_workers_through_the_google_genai_sdk(prefect_harness, toy_db, monkeypatch):
+    """Gemini's async SDK client, made once per worker at warm-up, serves calls from every worker thread."""
+    key = "gemini-test-key"
+    monkeypatch.setenv("GEMINI_API_KEY", key)  # the LocalCluster's workers inherit it
+    with FakeLLMServer(QUALITY, require_key=key) as server:
+        out = judge_flow(judge=f"gemini:gemini-2.0-flash@{server.url}", dataset="toy", db=str(toy_db),
+                         prompts=2, samples_per_order=1, concurrency=8, runner="dask", dask_workers=2, **FAST)
+        seen = server.snapshot()
+    assert out.left["calls"] == 0 and out.message.startswith("done"), out.message
+    rows = stored(toy_db, "gemini:gemini-2.0-flash")
+    assert {r[:3] for r in rows} == {(p, a, b) for p in PROMPTS[:2] for a, b in permutations(QUALITY, 2)}
+    assert {r[4] for r in rows} == {"ok"} and seen.successes == len(rows) == 40

@@ -19,7 +19,11 @@ Why not a limit inside the workers (Prefect global concurrency limits, `rate_lim
 worker to reach the same Prefect API, costs an API round trip per call, and a worker without
 PREFECT_API_URL would start its own temporary server and limit nothing. Dispatching from one process
 needs no shared state at all; Dask does the scheduling of the submitted calls. The only cost is that
-the calls reach the provider after Dask's dispatch delay, which jitters arrivals by milliseconds.
+the calls reach the provider after Dask's dispatch delay, which jitters arrivals by milliseconds. Calls
+that wait on a worker bunch up and arrive faster than the limit, so nothing slow happens on a call's way:
+`warm_up_worker` makes each worker's provider and event loop before the first call is dispatched (made
+by each call thread on its first call, they delayed the run's first burst until the limiter had let the
+next calls through, and a 10 s window saw up to 14 requests more than the limit allows).
 
 The calls are plain Dask tasks submitted through the DaskTaskRunner's client (prefect-dask's
 `PrefectDaskClient`; the runner makes and closes the cluster), inside the flow's `judge_chunk` task
@@ -93,17 +97,30 @@ class CallOutcome:
     latency_s: float | None = None
 
 
-_local = threading.local()  # per worker thread: one event loop and its providers (connections are kept)
+_calls_lock = threading.Lock()
+_calls_loop: asyncio.AbstractEventLoop | None = None
+_providers: dict[tuple[JudgeSpec, float], Provider] = {}
 
 
-def _worker_provider(spec: JudgeSpec, timeout_s: float) -> tuple[asyncio.AbstractEventLoop, Provider]:
-    if getattr(_local, "loop", None) is None:
-        _local.loop = asyncio.new_event_loop()
-        _local.providers = {}
-    key = (spec, timeout_s)
-    if key not in _local.providers:
-        _local.providers[key] = make_provider(spec, timeout_s=timeout_s)  # the key: this worker's environment
-    return _local.loop, _local.providers[key]
+def _worker_loop() -> asyncio.AbstractEventLoop:
+    """The worker process's one event loop for provider calls, running in a daemon thread. Every Dask
+    thread of the process hands its call to it, so the process keeps one provider (one connection pool)
+    per judge, made once, instead of one per thread made on that thread's first call."""
+    global _calls_loop
+    with _calls_lock:
+        if _calls_loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="eqarena-judge-calls", daemon=True).start()
+            _calls_loop = loop
+        return _calls_loop
+
+
+def _worker_provider(spec: JudgeSpec, timeout_s: float) -> Provider:
+    with _calls_lock:
+        key = (spec, timeout_s)
+        if key not in _providers:
+            _providers[key] = make_provider(spec, timeout_s=timeout_s)  # the key: this worker's environment
+        return _providers[key]
 
 
 def judge_call(spec: JudgeSpec, messages: Messages, n: int, options: GenerationOptions,
@@ -111,12 +128,13 @@ def judge_call(spec: JudgeSpec, messages: Messages, n: int, options: GenerationO
     """One attempt of one judge request on a Dask worker, through the provider's SDK. Never raises for
     a provider failure: the flow process classifies it, and retries it through the shared limiter."""
     try:
-        loop, provider = _worker_provider(spec, timeout_s)
+        provider = _worker_provider(spec, timeout_s)
     except JudgeSpecError as exc:  # e.g. the key is missing on this worker
         return CallOutcome(failure=RemoteFailure(f"JudgeSpecError: {exc}", fatal=True))
     started = time.perf_counter()
     try:
-        completion = loop.run_until_complete(provider.complete(messages, n, options))
+        call = asyncio.run_coroutine_threadsafe(provider.complete(messages, n, options), _worker_loop())
+        completion = call.result()  # the provider's own timeout bounds the wait
     except Exception as exc:  # noqa: BLE001 - every provider failure goes back to the dispatcher
         return CallOutcome(failure=RemoteFailure(
             description=provider.describe(exc), status=provider.status_of(exc),
@@ -125,11 +143,17 @@ def judge_call(spec: JudgeSpec, messages: Messages, n: int, options: GenerationO
     return CallOutcome(completion=completion, latency_s=time.perf_counter() - started)
 
 
-def warm_up_worker() -> str:
-    """Import what `judge_call` needs (Prefect's task engine, the SDKs) before the first call."""
+def warm_up_worker(spec: JudgeSpec, timeout_s: float) -> str:
+    """Before the first call: import the SDKs, start the calls' event loop and make the provider, so
+    that no call waits for them. Without a key here the first call reports it (a fatal failure)."""
     import google.genai  # noqa: F401
     import openai  # noqa: F401
 
+    _worker_loop()
+    try:
+        _worker_provider(spec, timeout_s)
+    except JudgeSpecError:
+        return "no key"
     return "ready"
 
 
@@ -225,5 +249,5 @@ def dask_provider(spec: JudgeSpec, *, timeout_s: float, address: str | None = No
         stack.callback(quiet.setLevel, quiet.level)
         quiet.setLevel(max(quiet.getEffectiveLevel(), logging.WARNING))
         stack.enter_context(runner)
-        runner.client.run(warm_up_worker)  # starts the cluster (or connects) and imports on every worker
+        runner.client.run(warm_up_worker, spec, timeout_s)  # starts the cluster (or connects); readies every worker
         yield DaskProvider(spec, runner, timeout_s=timeout_s)
