@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 import pytest
@@ -192,11 +191,11 @@ def test_diverse_nash_rejects_bad_arguments(small_game):
         diverse_nash(small_game, num=4, fixed=[[np.ones(3), np.ones(5), np.ones(5)]])
 
 
-def test_diverse_nash_moderate_size():
+def test_diverse_nash_finds_many_distinct_equilibria_of_a_moderate_game():
+    """32 searches on a 100-prompt game: at least half end at distinct approximate NEs (their speed is
+    measured in bench/analyses.py, not here)."""
     u = synthetic_king_tensor(100, 8, seed=0)
-    start = time.perf_counter()
     res = diverse_nash(u, num=32, seed=0, steps=1500)
-    assert time.perf_counter() - start < 20.0
     keep = np.flatnonzero(res.distinct)
     assert len(keep) >= 16
     game = koth_game(u)
