@@ -20,10 +20,10 @@ worker to reach the same Prefect API, costs an API round trip per call, and a wo
 PREFECT_API_URL would start its own temporary server and limit nothing. Dispatching from one process
 needs no shared state at all; Dask does the scheduling of the submitted calls. The only cost is that
 the calls reach the provider after Dask's dispatch delay, which jitters arrivals by milliseconds. Calls
-that wait on a worker bunch up and arrive faster than the limit, so nothing slow happens on a call's way:
-`warm_up_worker` makes each worker's provider and event loop before the first call is dispatched (made
-by each call thread on its first call, they delayed the run's first burst until the limiter had let the
-next calls through, and a 10 s window saw up to 14 requests more than the limit allows).
+that wait on a worker bunch up and then arrive faster than the limit, so nothing slow may sit on a call's
+way: `warm_up_worker` makes each worker's event loop and provider before the first call is dispatched.
+(When each call thread made its own on its first call, the run's first calls waited while the limiter
+let the next ones through, and a 10 s window at the provider saw up to 14 requests more than allowed.)
 
 The calls are plain Dask tasks submitted through the DaskTaskRunner's client (prefect-dask's
 `PrefectDaskClient`; the runner makes and closes the cluster), inside the flow's `judge_chunk` task
