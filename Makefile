@@ -3,7 +3,13 @@ SHELL := /bin/bash
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
 VENV := .venv
 
-.PHONY: demo test bench setup setup-test clean
+.PHONY: demo test test-fast bench setup setup-test clean
+
+# Tests run in parallel processes (pytest-xdist), each with its own Prefect API; the tests sharing a
+# module-scoped fixture stay in one process (tests/conftest.py). One process more than the cores (at
+# most 4): many tests wait on subprocesses, servers and rate limits.
+WORKERS := $(shell python3 -c "import os; print(min(4, (os.cpu_count() or 1) + 1))")
+PARALLEL := -n $(WORKERS) --dist loadgroup
 
 $(UV):
 	python3 -m pip install --user --quiet uv
@@ -28,10 +34,14 @@ demo: setup
 
 ## test: the whole test suite (what CI runs)
 test: setup-test
-	$(UV) run --frozen --no-sync pytest
+	$(UV) run --frozen --no-sync pytest $(PARALLEL)
+
+## test-fast: unit and solver tests, no Prefect API, no subprocesses, no long statistical checks
+test-fast: setup-test
+	$(UV) run --frozen --no-sync pytest $(PARALLEL) -m "not integration and not slow"
 
 bench: setup-test
 	$(UV) run --frozen --no-sync python bench/solvers.py
 
 clean:
-	rm -rf $(VENV) out warehouse/eqarena.duckdb
+	rm -rf $(VENV) out eqarena.duckdb

@@ -1,4 +1,4 @@
-"""Benchmark: how many judge calls adaptive judging (solvers/adaptive.py) needs to recover the full data's
+"""Benchmark: how many judge calls adaptive judging (eqarena/solvers/adaptive.py) needs to recover the full data's
 NE model ranking, against uniform random sampling of cells.
 
     uv run python bench/adaptive.py [--seeds 5] [--replicates 20] [--skip-prd] [--skip-synthetic] [--live-seeds 10]
@@ -49,10 +49,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from solvers import synthetic_king_tensor  # noqa: E402
-from solvers.adaptive import (  # noqa: E402
+from eqarena.solvers import synthetic_king_tensor
+from eqarena.solvers.adaptive import (  # noqa: E402
     STOP_CONFIDENT,
     CellStats,
     adaptive_judging,
@@ -64,9 +62,9 @@ from solvers.adaptive import (  # noqa: E402
     stop_reason,
     tie_probabilities,
 )
-from solvers.bootstrap import solve_king_ratings  # noqa: E402
-from solvers.clones import dense_ranks  # noqa: E402
-from solvers.games import KING  # noqa: E402
+from eqarena.solvers.bootstrap import solve_king_ratings  # noqa: E402
+from eqarena.solvers.clones import dense_ranks  # noqa: E402
+from eqarena.solvers.games import KING  # noqa: E402
 
 PRD_JUDGES = ("prd:gpt4", "prd:claude", "prd:gpt35", "prd:bard", "prd:vicuna-13b")
 CHECKPOINTS = (0.05, 0.10, 0.15, 0.25, 0.40)
@@ -85,8 +83,8 @@ def same_top(a: np.ndarray, b: np.ndarray) -> bool:
 
 def prd_recordings(seed: int) -> dict[str, tuple[np.ndarray, list[str]]]:
     """{name: (scores (S, P, M, M) with NaN where not recorded, models)} per judge and pooled."""
-    import tasks.ingest as ingest
-    import warehouse
+    from eqarena import warehouse
+    from eqarena.tasks import ingest as ingest
 
     db = Path(tempfile.mkdtemp()) / "prd.duckdb"
     ingest.write_dataset.fn(str(db), ingest.read_dataset.fn("vicuna80"), False, "bench-adaptive")

@@ -3,7 +3,7 @@
     uv run python bench/analyses.py [--prompts 500] [--models 17] [--equilibria 128] [--seed 0]
 
 The game is `synthetic_king_tensor(P, M, seed)`. Each analysis runs the same steps as its flow
-(flows/analyze.py), without Prefect: clones over the default grid (0, 250, 500 exact and 0 .. 1000
+(eqarena/flows/analyze.py), without Prefect: clones over the default grid (0, 250, 500 exact and 0 .. 1000
 noisy copies, every method), then risk (pure NEs, K diverse NEs around the LLE, uniform and iterated
 priors), each written to a temporary DuckDB warehouse. The reference row is one NE + one CCE solve of
 the original game, measured in the same run: the "x reference" column compares with it.
@@ -12,7 +12,6 @@ the original game, measured in the same run: the "x reference" column compares w
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -21,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def main() -> None:
@@ -32,16 +30,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    import warehouse
-    from solvers import cce, koth_game, nash, synthetic_king_tensor
-    from tasks.clone_analysis import CloneSettings, clone_frames, run_clone_experiment
-    from tasks.risk_analysis import enumerate_pure_nash, rank_risk, risk_frames, search_equilibria
-    from warehouse.analyses import RunGame, write_analysis
-    from warehouse.runs import RunRecord
+    from eqarena import warehouse
+    from eqarena.methods import method_names
+    from eqarena.options import CloneOptions
+    from eqarena.solvers import cce, koth_game, nash, synthetic_king_tensor
+    from eqarena.tasks.clone_analysis import clone_frames, run_clone_experiment
+    from eqarena.tasks.risk_analysis import enumerate_pure_nash, rank_risk, risk_frames, search_equilibria
+    from eqarena.warehouse.analyses import RunGame, write_analysis
+    from eqarena.warehouse.runs import RunRecord
 
     u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
     game = RunGame("rate-synthetic", "synthetic", tuple(f"p{k}" for k in range(args.prompts)),
-                   tuple(f"m{k}" for k in range(args.models)), u, ("bt", "ne", "cce", "ne-shannon", "cce-shannon"))
+                   tuple(f"m{k}" for k in range(args.models)), u, method_names(default_only=True))
     rows: list[tuple[str, float, str]] = []
 
     def timed(name: str, fn, note=lambda result: ""):
@@ -55,7 +55,7 @@ def main() -> None:
                 lambda r: f"exploitability {r[0].exploitability:.1e} / {r[1].exploitability:.1e}")[0]
     reference = rows[-1][1]
     target = game.models[int(np.argmax(lle.ratings[1] + 1e-9 * lle.marginals[1]))]
-    settings = CloneSettings(target=target)
+    settings = CloneOptions(target=target, methods=game.methods)
 
     with tempfile.TemporaryDirectory() as folder:
         db = str(Path(folder) / "bench.duckdb")

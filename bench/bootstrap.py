@@ -1,4 +1,4 @@
-"""Benchmark: bootstrap confidence of the equilibrium ratings (solvers/bootstrap.py), as `eqarena rate` runs it.
+"""Benchmark: bootstrap confidence of the equilibrium ratings (eqarena/solvers/bootstrap.py), as `eqarena rate` runs it.
 
     uv run python bench/bootstrap.py [--prompts 500] [--models 17] [--replicates 200] [--workers 2]
                                      [--schemes prompts] [--seed 0]
@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def main() -> None:
@@ -35,9 +33,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from solvers import cce, koth_game, nash, synthetic_king_tensor
-    from solvers.bootstrap import bootstrap_ratings
-    from solvers.toy_games import simulated_battles
+    from eqarena.solvers import cce, koth_game, nash, synthetic_king_tensor
+    from eqarena.solvers.bootstrap import bootstrap_ratings
+    from eqarena.solvers.toy_games import simulated_battles
+    from eqarena.tasks.parallel import process_map
 
     u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
     schemes = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
@@ -52,7 +51,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     results = bootstrap_ratings(u, ["ne", "cce"], replicates=args.replicates, seed=args.seed, schemes=schemes,
-                                battles=battles, workers=args.workers)
+                                battles=battles, map_units=process_map(args.workers))
     wall = time.perf_counter() - t0
 
     print(f"bootstrap of u_king {args.prompts} x {args.models} x {args.models}, {args.replicates} replicates "

@@ -1,4 +1,4 @@
-"""Benchmark: how often the bootstrap's 95% rating intervals (solvers/bootstrap.py) hold the true rating.
+"""Benchmark: how often the bootstrap's 95% rating intervals (eqarena/solvers/bootstrap.py) hold the true rating.
 
     uv run python bench/coverage.py [--seeds 48] [--methods ne,cce] [--truths grid,smooth] [--replicates 100]
 
@@ -21,16 +21,14 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy.stats import binomtest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from solvers import synthetic_king_tensor  # noqa: E402
-from solvers.bootstrap import bootstrap_ratings, solve_king_ratings  # noqa: E402
-from solvers.toy_games import simulated_battles  # noqa: E402
+from eqarena.solvers import synthetic_king_tensor
+from eqarena.solvers.bootstrap import bootstrap_ratings, solve_king_ratings  # noqa: E402
+from eqarena.solvers.toy_games import simulated_battles  # noqa: E402
+from eqarena.tasks.parallel import process_map  # noqa: E402
 
 SUPPORT = 1e-6  # |rating| below this: the model is in the king's support
 
@@ -45,7 +43,7 @@ def cover(truth_kind: str, methods: list[str], seeds: int, replicates: int, work
         u = synthetic_king_tensor(30, 4, seed=200 + seed, judgments=TRUTHS[truth_kind])
         judged, battles = simulated_battles(u, 8, np.random.default_rng(seed))
         results = bootstrap_ratings(judged, methods, replicates=replicates, seed=seed, schemes=("judgments",),
-                                    battles=battles, workers=workers)
+                                    battles=battles, map_units=process_map(workers))
         for r in results:
             truth = solve_king_ratings(r.method, u)[0]
             estimate = solve_king_ratings(r.method, judged)[0]

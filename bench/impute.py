@@ -21,7 +21,7 @@ the same hiding, the verdicts per cell (`synthetic_king_tensor(judgments=)`, pro
 values 8, 32 and 128; prompt-wise BT (auto shrinkage, and the fixed 0.125 tuned at 8 verdicts) against the two
 ceilings "oracle: true E[u]" and "re-judge every cell" (fresh draws with as many verdicts), showing how
 recovery grows as the complete game's NE stops being decided by judging noise. Real data: the PRD
-Vicuna-80 judgments bundled in warehouse/seeds/vicuna80 (80 prompts x 5 models, complete), read with
+Vicuna-80 judgments bundled in eqarena/datasets/seeds/vicuna80 (80 prompts x 5 models, complete), read with
 tasks.bundled.read_bundle into a temporary DuckDB and assembled by warehouse.tensor.assemble_tensor as
 the rate flow does, for judge prd:gpt4 and for the five prd:* judges pooled; the same hiding per seed,
 and the same comparison of the filled game's NE king ratings with the complete game's (no oracle rows:
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -45,7 +44,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 # Reference rows that use the generating model (not available on real data): they bound what any
 # imputation can reach, and the last one shows how reproducible the complete data's NE ranks are at all.
@@ -92,9 +90,9 @@ def synthetic_truth(num_prompts: int, num_models: int, seed: int,
     """synthetic_king_tensor(P, M, seed, judgments) (prompt_noise 1) and its skill gaps (P, M, M).
 
     Replays the generator's draws to recover the gaps; checked against the real tensor, so a change
-    to solvers/toy_games.py fails here instead of giving a silently wrong oracle.
+    to eqarena/solvers/toy_games.py fails here instead of giving a silently wrong oracle.
     """
-    from solvers.toy_games import synthetic_king_tensor
+    from eqarena.solvers.toy_games import synthetic_king_tensor
 
     u = synthetic_king_tensor(num_prompts, num_models, seed=seed, judgments=judgments)
     rng = np.random.default_rng(seed)
@@ -113,8 +111,8 @@ def judge(gap: np.ndarray, rng: np.random.Generator, verdicts: int = 8) -> np.nd
 
 
 def king_ratings(u_king: np.ndarray) -> tuple[np.ndarray, float]:
-    from solvers import koth_game, nash
-    from solvers.games import KING
+    from eqarena.solvers import koth_game, nash
+    from eqarena.solvers.games import KING
 
     start = time.perf_counter()
     eq = nash(koth_game(u_king))
@@ -127,7 +125,7 @@ def score_filled(stats: dict, filled: np.ndarray, u: np.ndarray, upper: np.ndarr
     game's (top-3 set, top-1 set, Kendall tau) to `stats`; returns the NE solve's seconds."""
     from scipy.stats import kendalltau
 
-    from solvers.clones import dense_ranks
+    from eqarena.solvers.clones import dense_ranks
 
     stats["rmse"].append(float(np.sqrt(np.mean((filled[upper] - u[upper]) ** 2))))
     ratings, ne_seconds = king_ratings(filled)
@@ -147,8 +145,8 @@ def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, jud
     noiseless: the game is the expected payoffs tanh(gap / 2) themselves (no judging noise).
     """
 
-    from solvers.clones import dense_ranks
-    from solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
+    from eqarena.solvers.clones import dense_ranks
+    from eqarena.solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
 
     # fill(u_sparse, covered, gap, rng) -> complete tensor (or an ImputedTensor, whose shrinkage is recorded);
     # the last three rows know the generating model.
@@ -256,14 +254,14 @@ def load_prd_tensors() -> list[tuple[str, tuple[str, ...], np.ndarray]]:
     The bundle is read and written to a temporary DuckDB (tasks.ingest.write_dataset run as a plain
     function, without Prefect) and assembled with warehouse.tensor.assemble_tensor, as the rate flow does.
     """
-    import warehouse
-    from tasks.bundled import read_bundle, seed_dir
-    from tasks.ingest import write_dataset
-    from warehouse.tensor import assemble_tensor, available_judges
+    from eqarena import warehouse
+    from eqarena.datasets.bundled import read_bundle, seed_dir
+    from eqarena.tasks.ingest import write_dataset
+    from eqarena.warehouse.tensor import assemble_tensor, available_judges
 
     directory = seed_dir(REAL_DATASET)
     if directory is None:
-        raise RuntimeError(f"bundled dataset {REAL_DATASET!r} not found in warehouse/seeds/")
+        raise RuntimeError(f"bundled dataset {REAL_DATASET!r} not found in eqarena/datasets/seeds/")
     data = read_bundle(directory)
     out = []
     with tempfile.TemporaryDirectory(prefix="eqarena-bench-") as tmp:
@@ -286,8 +284,8 @@ def run_real(u: np.ndarray, seeds: int, sparsity: float) -> tuple[list[tuple], n
     """Per variant (name, top-3 share, top-1 share, tau, impute s, RMSE, failures); the complete game's ratings;
     the shrinkage auto chose per seed."""
 
-    from solvers.clones import dense_ranks
-    from solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
+    from eqarena.solvers.clones import dense_ranks
+    from eqarena.solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
 
     variants = {
         AUTO_ROW: lambda u, c: impute_payoffs(u, c),
@@ -327,13 +325,13 @@ def run_real(u: np.ndarray, seeds: int, sparsity: float) -> tuple[list[tuple], n
 
 
 def real_data(seeds: int, sparsity: float) -> None:
-    from solvers.clones import dense_ranks
+    from eqarena.solvers.clones import dense_ranks
 
     start = time.perf_counter()
     games = load_prd_tensors()
     blocks = [(label, models, u, *run_real(u, seeds, sparsity)) for label, models, u in games]
     num_prompts, num_models, _ = games[0][2].shape
-    print(f"\nreal data: PRD {REAL_DATASET} judgments bundled in warehouse/seeds/{REAL_DATASET} (complete, "
+    print(f"\nreal data: PRD {REAL_DATASET} judgments bundled in eqarena/datasets/seeds/{REAL_DATASET} (complete, "
           f"{num_prompts} prompts x M = {num_models} models), seeds 0..{seeds - 1}, {sparsity:.0%} of the unordered "
           f"(prompt, pair) cells hidden; NE king ratings of the filled game vs the complete game "
           f"({time.perf_counter() - start:.0f} s)")
@@ -353,8 +351,8 @@ def real_data(seeds: int, sparsity: float) -> None:
 
 
 def sweep(sizes, seeds: int, sparsity: float) -> None:
-    from solvers.imputation import impute_payoffs
-    from solvers.toy_games import synthetic_king_tensor
+    from eqarena.solvers.imputation import impute_payoffs
+    from eqarena.solvers.toy_games import synthetic_king_tensor
 
     print(f"held-out RMSE of prompt-wise BT by shrinkage ({seeds} seeds, {sparsity:.0%} hidden; min marked *)")
     print(f"{'P x M':>8}  " + "  ".join(f"{lam:>6g} " for lam in SWEEP_GRID))

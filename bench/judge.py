@@ -35,22 +35,28 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")  # read when Prefect is first imported
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-from fake_llm_server import FakeLLMServer, plant_dataset  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-import warehouse  # noqa: E402
-from tasks.judge.providers import make_provider  # noqa: E402
-from tasks.judge.retries import RetryPolicy  # noqa: E402
-from tasks.judge.runner import JudgeRunner, RunLimits  # noqa: E402
-from tasks.judge.steps import plan_judgments, read_judge_inputs  # noqa: E402
-from tasks.judge.templates import load_template  # noqa: E402
-from warehouse.judgments import JudgmentRow, JudgmentWriter, insert_judgments, judgment_counts  # noqa: E402
+from eqarena import warehouse  # noqa: E402
+from eqarena.judge.inputs import read_inputs  # noqa: E402
+from eqarena.judge.plan import plan_missing  # noqa: E402
+from eqarena.judge.providers import make_provider  # noqa: E402
+from eqarena.judge.runner import JudgeRunner  # noqa: E402
+from eqarena.judge.templates import load_template  # noqa: E402
+from eqarena.options import (  # noqa: E402
+    JudgeOptions,
+    RetryPolicy,  # noqa: E402
+    RunLimits,
+    RunnerOptions,
+)
+from eqarena.warehouse.judgments import JudgmentRow, JudgmentWriter, insert_judgments, judgment_counts  # noqa: E402
+
+from fake_llm_server import FakeLLMServer, plant_dataset  # noqa: E402
 
 MODELS = ["m1", "m2", "m3", "m4"]
 JUDGE = "openai-compatible:bench"
@@ -69,8 +75,8 @@ def planted_warehouse(directory: Path, calls: int) -> Path:
 async def judge_for(db: Path, server: FakeLLMServer, *, rpm: float | None, calls: int, concurrency: int) -> dict:
     """Run the first `calls` planned requests through the runner; returns counts and timings."""
     con = warehouse.connect(db)
-    inputs = read_judge_inputs.fn(con, "bench", None, None)
-    plan = plan_judgments.fn(con, JUDGE, TEMPLATE, inputs, samples_per_order=4, max_unparsed=None,
+    inputs = read_inputs(con, "bench", None, None)
+    plan = plan_missing(con, JUDGE, TEMPLATE, inputs, samples_per_order=4, max_unparsed=None,
                              multi_sample=False, batch=False, price=None)
     requests = plan.requests[: -(-calls // 4)]
     provider = make_provider(f"{JUDGE}@{server.openai_base_url}", timeout_s=30)
@@ -159,7 +165,7 @@ def judge_flow_run(runner: str, calls: int, rpm: float, latency: float, concurre
     """One judge flow run of a `calls`-call plan (5 models, 2 samples per order: 40 calls per prompt)."""
     from itertools import permutations
 
-    from flows.judge import judge_flow
+    from eqarena.flows.judge import judge_flow
 
     models = ["m1", "m2", "m3", "m4", "m5"]
     prompts = [str(p) for p in range(1, calls // 40 + 1)]
@@ -170,9 +176,12 @@ def judge_flow_run(runner: str, calls: int, rpm: float, latency: float, concurre
     planned = {(p, a, b, k) for p in prompts for a, b in permutations(models, 2) for k in range(2)}
     with FakeLLMServer({m: 0.0 for m in models}, latency_s=latency, rpm_limit=rpm, record_times=True) as server:
         started = time.perf_counter()
-        out = judge_flow(judge=f"{JUDGE}@{server.openai_base_url}", dataset="bench", db=str(db), samples_per_order=2,
-                         multi_sample=False, rpm=rpm, concurrency=concurrency, retries=20, retry_wait=0.05,
-                         timeout=30.0, progress=False, runner=runner, dask_workers=workers)
+        options = JudgeOptions(
+            judge=f"{JUDGE}@{server.openai_base_url}", dataset="bench", samples_per_order=2, multi_sample=False,
+            limits=RunLimits(rpm=rpm, concurrency=concurrency),
+            retry=RetryPolicy(attempts=20, initial_wait_s=0.05, max_wait_s=60.0, timeout_s=30.0),
+            runner=RunnerOptions(runner=runner, dask_workers=workers))
+        out = judge_flow(options, str(db), progress=False)
         wall = time.perf_counter() - started
         seen = server.snapshot()
     con = warehouse.connect(db, read_only=True)
@@ -183,10 +192,10 @@ def judge_flow_run(runner: str, calls: int, rpm: float, latency: float, concurre
     requests = sorted(seen.request_times)
     most_10s = max(bisect.bisect_right(requests, t + 10.0) - i for i, t in enumerate(requests))
     return {
-        "planned": out.plan["calls"], "rows": len(keys), "lost": len(planned - set(keys)),
+        "planned": out.plan.calls, "rows": len(keys), "lost": len(planned - set(keys)),
         "duplicates": len(keys) - len(set(keys)) + sum(n - 2 for n in seen.paid_samples.values() if n > 2),
         "per_minute": 60.0 * (len(ok) - 1) / (ok[-1] - ok[0]), "rate_limited": seen.rate_limited,
-        "most_10s": most_10s, "wall": wall, "judging": out.stats.get("seconds", float("nan")),
+        "most_10s": most_10s, "wall": wall, "judging": out.stats.seconds,
     }
 
 

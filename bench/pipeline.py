@@ -11,7 +11,6 @@ of the run. Prints a table.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -20,12 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import warehouse  # noqa: E402
-from warehouse.judgments import JudgmentRow, insert_judgments, read_ok_scores  # noqa: E402
-from warehouse.status import table_row_count  # noqa: E402
-from warehouse.tensor import apply_missing_policy, assemble_tensor, read_battles  # noqa: E402
+from eqarena import warehouse  # noqa: E402
+from eqarena.warehouse.judgments import JudgmentRow, insert_judgments, read_ok_scores  # noqa: E402
+from eqarena.warehouse.status import table_row_count  # noqa: E402
+from eqarena.warehouse.tensor import apply_missing_policy, assemble_tensor, read_battles  # noqa: E402
 
 DATASET, JUDGE = "bench", "bench:judge"
 
@@ -82,9 +79,10 @@ def main() -> None:
     args = parser.parse_args()
 
     import jax
-    from tasks.rate import rate_bradley_terry, solve_equilibrium
-    from warehouse.ratings import write_rate_run
-    from warehouse.runs import RunRecord
+
+    from eqarena.tasks.rate import rate_method
+    from eqarena.warehouse.ratings import write_rate_run
+    from eqarena.warehouse.runs import RunRecord
 
     results: list[tuple[str, float, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,11 +107,11 @@ def main() -> None:
         con.close()
 
         solved = []
-        bt, seconds = timed(rate_bradley_terry.fn, complete, battles, args.bootstrap, 0)
+        bt, seconds = timed(rate_method.fn, complete, battles, "bt", args.bootstrap, 0)
         solved.append(bt)
         results.append((f"Bradley-Terry + {args.bootstrap} bootstrap", seconds, ""))
         for method in ("ne", "cce"):
-            out, seconds = timed(solve_equilibrium.fn, complete, method)
+            out, seconds = timed(rate_method.fn, complete, battles, method, 0, 0)
             solved.append(out)
             eq = out.equilibrium
             results.append((f"{method} (affinity target) + contributions", seconds,

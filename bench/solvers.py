@@ -32,7 +32,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 SIZES = "100x10x10,500x17x17,5000x32x32,20000x32x32"
 OURS = ["ne-affinity", "ne-uniform", "cce-affinity", "cce-uniform"]
@@ -45,14 +44,14 @@ GAP = 1e-6
 
 
 def _game(p: int, m: int, seed: int):
-    from solvers import koth_game, synthetic_king_tensor
+    from eqarena.solvers import koth_game, synthetic_king_tensor
 
     return koth_game(synthetic_king_tensor(p, m, seed=seed))
 
 
 def run_ours(method: str, p: int, m: int, seed: int, cap: float) -> dict:
-    from solvers import cce
-    from solvers.nash import nash
+    from eqarena.solvers import cce
+    from eqarena.solvers.nash import nash
 
     game = _game(p, m, seed)
     kind, target = method.split("-")
@@ -76,7 +75,7 @@ def run_scipy(p: int, m: int, seed: int, cap: float) -> dict:
     import jax.numpy as jnp
     import scipy.optimize
 
-    from solvers import _cce_dual as dual
+    from eqarena.solvers import _cce_dual as dual
 
     game = _game(p, m, seed)
     g = dual.koth_arrays(jnp.asarray(game.u_king))
@@ -134,7 +133,7 @@ def run_cvxpy(p: int, m: int, seed: int, cap: float) -> dict:
     import cvxpy as cp
     import scipy.sparse as sp
 
-    from solvers import joint_exploitability
+    from eqarena.solvers import joint_exploitability
 
     game = _game(p, m, seed)
     u = game.u_king
@@ -183,7 +182,7 @@ def run_cvxpy(p: int, m: int, seed: int, cap: float) -> dict:
 def run_gambit(p: int, m: int, seed: int, cap: float) -> dict:
     import pygambit
 
-    from solvers import exploitability
+    from eqarena.solvers import exploitability
 
     game = _game(p, m, seed)
     payoffs = [game.payoff(i) for i in range(3)]

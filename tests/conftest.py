@@ -1,5 +1,11 @@
-"""Shared fixtures: a temporary Prefect home and API (one per session), temporary warehouses and the
-original source files (tests/data/sources.tar.xz, extracted once per session)."""
+"""Shared fixtures: a temporary Prefect home and API (one per session and test process), temporary
+warehouses and the original source files (tests/data/sources.tar.xz, extracted once per session).
+
+Lanes: a test that runs flows (it asks for `prefect_harness`) or holds a warehouse from another process
+is marked `integration`, as are tests marked so by hand (subprocesses, servers); `make test-fast` runs
+the others. Under pytest-xdist (`make test`) each worker is a process with its own Prefect home and API;
+the tests of a module that share a module-scoped fixture go to one worker (`xdist_group`), so the
+fixture is built once."""
 
 from __future__ import annotations
 
@@ -50,7 +56,7 @@ def held_warehouse(tmp_path: Path):
     import subprocess
     import sys
 
-    import warehouse
+    from eqarena import warehouse
 
     path = tmp_path / "held.duckdb"
     warehouse.connect(path).close()
@@ -71,7 +77,7 @@ def held_warehouse(tmp_path: Path):
 
 def query(db, sql: str, params=()) -> list[tuple]:
     """Rows of a read-only query on warehouse `db`."""
-    import warehouse
+    from eqarena import warehouse
 
     con = warehouse.connect(db, read_only=True)
     try:
@@ -84,3 +90,21 @@ def query(db, sql: str, params=()) -> list[tuple]:
 def db_path(tmp_path: Path) -> Path:
     """Path of a fresh (not yet created) warehouse file."""
     return tmp_path / "eqarena.duckdb"
+
+
+INTEGRATION_FIXTURES = {"prefect_harness", "held_warehouse"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Mark integration tests (module docstring) and group the tests that share a module-scoped fixture."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        if INTEGRATION_FIXTURES & set(info.names_closure):
+            item.add_marker(pytest.mark.integration)
+        shared = [name for name, defs in info.name2fixturedefs.items()
+                  if defs and defs[-1].scope == "module" and defs[-1].baseid]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -587,8 +587,9 @@ def _file_object(file_id: str, filename: str, size: int, purpose: str) -> dict:
 
 def plant_dataset(con, dataset: str, prompt_ids: list[str], models: list[str]) -> None:
     """Store prompts and every model's planted answer through the warehouse's catalog functions."""
-    from warehouse.catalog import MODELS, PROMPTS, RESPONSES, transaction, write_rows
     import hashlib
+
+    from eqarena.warehouse.catalog import MODELS, PROMPTS, RESPONSES, transaction, write_rows
 
     with transaction(con):
         write_rows(con, PROMPTS, [{"dataset": dataset, "prompt_id": p, "category": None, "cluster": None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import warehouse
+from eqarena import warehouse
 
 CATALOG_TABLES = ("prompts", "models", "responses", "judgments")
 

@@ -1,4 +1,4 @@
-"""Adaptive judging (solvers/adaptive.py): the stop rule, the preference for support cells, determinism."""
+"""Adaptive judging (eqarena/solvers/adaptive.py): the stop rule, the preference for support cells, determinism."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from solvers import synthetic_king_tensor
-from solvers.adaptive import (
+from eqarena.solvers import synthetic_king_tensor
+from eqarena.solvers.adaptive import (
     STOP_BUDGET,
     STOP_CONFIDENT,
     CellStats,
@@ -219,16 +219,20 @@ def test_same_seed_same_run(strategy):
 
 
 def test_adaptive_flow_with_the_replay_judge(prefect_harness, tmp_path):
-    import warehouse
-    from flows.adaptive import adaptive_judge_flow
-    from tasks import ingest
+    from eqarena import warehouse
+    from eqarena.flows.judge_adaptive import adaptive_judge_flow
+    from eqarena.tasks import ingest
 
     db = tmp_path / "prd.duckdb"
     ingest.write_dataset.fn(str(db), ingest.read_dataset.fn("vicuna80"), False, "ingest-test")
-    out = adaptive_judge_flow(judge=f"recorded:prd:gpt4@{db}", dataset="vicuna80", db=str(db), max_calls=300,
-                              batch_calls=100, replicates=5, max_samples_per_order=1, retries=1, explore=0.5,
-                              indifference=0.05, seed=3)
-    assert out.stopped_by == "budget" and out.calls == [100, 200, 300] and out.stats["ok"] == 300
+    from eqarena.options import AdaptiveOptions, JudgeOptions, RetryPolicy, SpendCaps
+
+    options = JudgeOptions(judge=f"recorded:prd:gpt4@{db}", dataset="vicuna80", samples_per_order=1,
+                           retry=RetryPolicy(attempts=1), caps=SpendCaps(max_calls=300),
+                           adaptive=AdaptiveOptions(batch_calls=100, replicates=5, explore=0.5, indifference=0.05,
+                                                    seed=3))
+    out = adaptive_judge_flow(options, str(db))
+    assert out.stopped_by == "budget" and out.calls == [100, 200, 300] and out.stats.ok == 300
     con = warehouse.connect(db)
     got = con.execute("SELECT count(*), count(DISTINCT (prompt_id, model_a, model_b)), max(sample_index) "
                       "FROM judgments WHERE judge = 'recorded:prd:gpt4' AND status = 'ok'").fetchone()
@@ -236,5 +240,6 @@ def test_adaptive_flow_with_the_replay_judge(prefect_harness, tmp_path):
     con.close()
     assert got == (300, 300, 0) and run[0] == "ok"
     params = json.loads(run[1]) if isinstance(run[1], str) else run[1]
-    assert (params["explore"], params["indifference"], params["seed"]) == (0.5, 0.05, 3)
+    adaptive = params["adaptive"]
+    assert (adaptive["explore"], adaptive["indifference"], adaptive["seed"]) == (0.5, 0.05, 3)
     assert sorted(out.ranking) == sorted(["bard", "claude", "gpt35", "gpt4", "vicuna-13b"])

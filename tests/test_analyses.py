@@ -11,14 +11,16 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 import pytest
-from conftest import query
 from typer.testing import CliRunner
 
-import warehouse
-from flows.cli import app
-from solvers import koth_game
-from warehouse.analyses import read_run_game, write_analysis
-from warehouse.runs import RunRecord
+from eqarena import warehouse
+from eqarena.cli.app import app
+from eqarena.options import BootstrapOptions, CloneOptions, IngestOptions, RateOptions, RiskOptions
+from eqarena.solvers import koth_game
+from eqarena.warehouse.analyses import read_run_game, write_analysis
+from eqarena.warehouse.runs import RunRecord
+
+from conftest import query
 
 MODELS = ("bard", "claude", "gpt35", "gpt4", "vicuna-13b")
 METHODS = ("bt", "ne", "cce", "ne-shannon", "cce-shannon")
@@ -27,28 +29,29 @@ SMALL = dict(ns_exact=[0, 40, 80], ns_noisy=[0, 40])
 
 @pytest.fixture(scope="module")
 def rated(tmp_path_factory, prefect_harness):
-    from flows.ingest import ingest_flow
-    from flows.rate import rate_flow
+    from eqarena.flows.ingest import ingest_flow
+    from eqarena.flows.rate import rate_flow
 
     db = str(tmp_path_factory.mktemp("analyses") / "eqarena.duckdb")
-    ingest_flow(dataset="vicuna80", db=db)
-    return db, rate_flow(db=db, dataset="vicuna80", judges=["prd:gpt4"], bootstrap=0).run_id
+    ingest_flow(IngestOptions(source="vicuna80"), db)
+    options = RateOptions(dataset="vicuna80", judges=["prd:gpt4"], bootstrap=BootstrapOptions(replicates=0))
+    return db, rate_flow(options, db).run_id
 
 
 @pytest.fixture(scope="module")
 def clones(rated):
-    from flows.analyze import clones_flow
+    from eqarena.flows.analyze import clones_flow
 
     db, rate_run = rated
-    return clones_flow(db=db, run_id=rate_run, **SMALL)
+    return clones_flow(CloneOptions(**SMALL), rate_run, db)
 
 
 @pytest.fixture(scope="module")
 def risk(rated):
-    from flows.analyze import risk_flow
+    from eqarena.flows.analyze import risk_flow
 
     db, rate_run = rated
-    return risk_flow(db=db, run_id=rate_run, num=16, seed=3)
+    return risk_flow(RiskOptions(equilibria=16, seed=3), rate_run, db)
 
 
 def _frame(db, sql, params=()):
@@ -103,17 +106,17 @@ def test_copies_are_named_and_never_enter_the_prompts_table(rated, clones):
 
 
 def test_a_seed_reproduces_the_analysis(rated, clones):
-    from flows.analyze import clones_flow
+    from eqarena.flows.analyze import clones_flow
 
     db, rate_run = rated
-    again = clones_flow(db=db, run_id=rate_run, **SMALL)
+    again = clones_flow(CloneOptions(**SMALL), rate_run, db)
     columns = "variant, n_clones, method, model_id, rank, rating"
     first = query(db, f"SELECT {columns} FROM clone_robustness WHERE run_id = ? ORDER BY ALL", [clones.run_id])
     second = query(db, f"SELECT {columns} FROM clone_robustness WHERE run_id = ? ORDER BY ALL", [again.run_id])
     assert again.run_id != clones.run_id and first == second
     draws = "SELECT source_prompt_id FROM clone_prompts WHERE run_id = ? ORDER BY draw"
     assert query(db, draws, [clones.run_id]) == query(db, draws, [again.run_id])
-    other = clones_flow(db=db, run_id=rate_run, seed=1, ns_exact=[0, 80], ns_noisy=[0])
+    other = clones_flow(CloneOptions(seed=1, ns_exact=[0, 80], ns_noisy=[0]), rate_run, db)
     assert query(db, draws, [other.run_id]) != query(db, draws, [clones.run_id])
 
 
@@ -168,18 +171,19 @@ def test_risk_rows_rank_distinct_equilibria_with_the_selected_first(rated, risk)
 
 
 def test_report_shows_both_sections_only_when_the_tables_exist(rated, clones, risk, tmp_path):
-    from flows.rate import rate_flow
-    from flows.report import report_flow
+    from eqarena.flows.rate import rate_flow
+    from eqarena.flows.report import report_flow
 
     db, rate_run = rated
-    text = report_flow(db=db, run_id=rate_run, out_dir=str(tmp_path)).read_text(encoding="utf-8")
+    text = report_flow(rate_run, str(tmp_path), db).read_text(encoding="utf-8")
     assert '<section id="clones">' in text and '<section id="risk">' in text
     assert 'data-figure="clone-ranks"' in text and 'data-figure="risk"' in text
     assert re.search(r"The selected NE \(equilibrium 0, the limiting logit equilibrium\) is the (\d+\w\w )?least "
                      r"risky of \d+ Nash equilibria", text)
     assert "http://" not in text.split("<footer")[0] and "https://" not in text.split("<footer")[0]
-    plain = rate_flow(db=db, dataset="vicuna80", judges=["prd:gpt4"], methods=["bt", "ne"], bootstrap=0)
-    text = report_flow(db=db, run_id=plain.run_id, out_dir=str(tmp_path)).read_text(encoding="utf-8")
+    plain = rate_flow(RateOptions(dataset="vicuna80", judges=["prd:gpt4"], methods=["bt", "ne"],
+                                  bootstrap=BootstrapOptions(replicates=0)), db)
+    text = report_flow(plain.run_id, str(tmp_path), db).read_text(encoding="utf-8")
     assert '<section id="clones">' not in text and '<section id="risk">' not in text
 
 

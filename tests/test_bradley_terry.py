@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from solvers import bradley_terry, online_elo, score_to_outcome
-from solvers.bradley_terry import ELO_SCALE
+from eqarena.solvers import bradley_terry, online_elo, score_to_outcome
+from eqarena.solvers.bradley_terry import ELO_SCALE
 
 
 def simulate(strengths: np.ndarray, battles: int, *, tie_rate: float = 0.0, seed: int = 0):

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from ingest_inputs import write_arena_dir
 from typer.testing import CliRunner
 
-import warehouse
-from flows.cli import app
-from warehouse.judgments import JudgmentRow, insert_judgments
+from eqarena import warehouse
+from eqarena.cli.app import app
+from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
+
+from ingest_inputs import write_arena_dir
 
 EQARENA = Path(sys.executable).with_name("eqarena")
 

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from ingest_inputs import answer_record, question_record, read_lines, snapshot, write_arena_dir
 from typer.testing import CliRunner
 
-from flows.cli import app
+from eqarena.cli.app import app
+
+from ingest_inputs import answer_record, question_record, read_lines, snapshot, write_arena_dir
 
 runner = CliRunner()
 EQARENA = Path(sys.executable).with_name("eqarena")

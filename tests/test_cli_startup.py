@@ -9,17 +9,21 @@ import subprocess
 import sys
 
 import pytest
-from ingest_inputs import write_arena_dir
 from typer.testing import CliRunner
 
-from flows.cli import app
+from eqarena.cli.app import app
+
+from ingest_inputs import write_arena_dir
+
+pytestmark = pytest.mark.integration  # subprocesses of the eqarena command
 
 HEAVY = ("prefect", "jax", "openai", "google.genai")
 
 # Runs the CLI in a fresh interpreter, then reports which heavy packages were imported.
 PROBE = """
 import json, sys
-from flows.cli import app
+from eqarena.cli.app import app
+
 try:
     app(sys.argv[1:], standalone_mode=False)
 finally:

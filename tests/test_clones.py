@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from solvers import bradley_terry, koth_game, synthetic_king_tensor
-from solvers.cce import cce
-from solvers.clones import (
+from eqarena.datasets.bundled import SEEDS_DIR
+from eqarena.solvers import koth_game, synthetic_king_tensor
+from eqarena.solvers.bradley_terry import fit_bradley_terry, tensor_battles
+from eqarena.solvers.cce import cce
+from eqarena.solvers.clones import (
     CloneOutcome,
     adversarial_weights,
     clone_experiment,
@@ -20,13 +21,12 @@ from solvers.clones import (
     clone_verdicts,
     dense_ranks,
     sample_clone_sources,
-    tensor_battles,
     with_clones,
 )
-from solvers.nash import nash
+from eqarena.solvers.nash import nash
 
 KING = 1
-VICUNA_JUDGMENTS = Path(__file__).resolve().parents[1] / "warehouse" / "seeds" / "vicuna80" / "judgments.jsonl.gz"
+VICUNA_JUDGMENTS = SEEDS_DIR / "vicuna80" / "judgments.jsonl.gz"
 
 
 def _random_king(seed: int, p: int, m: int) -> np.ndarray:
@@ -135,10 +135,11 @@ def test_dense_ranks():
 
 def test_tensor_battles():
     u = synthetic_king_tensor(4, 3, seed=0)
-    a, b, o = tensor_battles(u)
-    assert a.shape == b.shape == o.shape == (4 * 3,)
+    battles = tensor_battles(u)
+    a, b, s = battles["model_a"], battles["model_b"], battles["score"]
+    assert a.shape == b.shape == s.shape == battles["prompt"].shape == (4 * 3,)
     assert np.all(a < b)
-    np.testing.assert_allclose(o, (1.0 + u[np.repeat(np.arange(4), 3), a, b]) / 2.0)
+    np.testing.assert_allclose(s, u[battles["prompt"], a, b])
 
 
 def test_exact_clones_move_bt_but_not_affinity_equilibria():
@@ -146,8 +147,8 @@ def test_exact_clones_move_bt_but_not_affinity_equilibria():
     target = int(np.argmax(nash(koth_game(u), "affinity").ratings[KING]))
     cloned = with_clones(u, sample_clone_sources(u, target, 60, 10.0, 0))
 
-    elo = bradley_terry(*tensor_battles(u), num_models=5).ratings
-    elo_cloned = bradley_terry(*tensor_battles(cloned), num_models=5).ratings
+    elo = fit_bradley_terry(u, None).ratings
+    elo_cloned = fit_bradley_terry(cloned, None).ratings
     assert np.max(np.abs(elo - elo_cloned)) > 1.0  # Elo points: BT counts the clones' battles
 
     ne, ne_cloned = nash(koth_game(u), "affinity"), nash(koth_game(cloned), "affinity")

@@ -1,4 +1,4 @@
-"""Marginal rating contributions (paper Section 5.3) against brute force and closed forms."""
+"""Marginal rating contributions (paper Section 4.3) against brute force and closed forms."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from solvers import (
+from eqarena.solvers import (
     Equilibrium,
     NormalFormGame,
     cce,
@@ -18,7 +18,7 @@ from solvers import (
     rps,
     synthetic_king_tensor,
 )
-from solvers.nash import nash
+from eqarena.solvers.nash import nash
 
 
 def brute_force_delta(payoffs: np.ndarray, joint: np.ndarray, i: int, j: int) -> np.ndarray:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from conftest import query
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -87,7 +88,9 @@ def test_prefect_yaml_deployment_runs_on_a_process_worker(prefect_server, tmp_pa
     prefect(env, "work-pool", "create", "eqarena", "--type", "process")
     prefect(env, "deploy", "--all", "--no-prompt")
     db, out = tmp_path / "w.duckdb", tmp_path / "out"
-    flow_run_id = trigger(env, "refresh/nightly-refresh", {"db": str(db), "out_dir": str(out), "analyses": []})
+    options = {"source": "vicuna80", "judge": "prd:gpt4", "out_dir": str(out), "analyses": {"run": []},
+               "rate": {"bootstrap": {"replicates": 20}}}
+    flow_run_id = trigger(env, "refresh/nightly-refresh", {"db": str(db), "options": options})
     # The worker runs in another directory: the deployment's pull step moves the run to EQARENA_HOME.
     prefect(env, "worker", "start", "--pool", "eqarena", "--run-once", cwd=tmp_path)
     assert flow_run_state(env, "refresh/nightly-refresh", flow_run_id) == "COMPLETED"
@@ -101,7 +104,7 @@ def test_prefect_yaml_deployment_runs_on_a_process_worker(prefect_server, tmp_pa
 def test_serve_runs_a_triggered_refresh(prefect_server, tmp_path):
     db, out = tmp_path / "w.duckdb", tmp_path / "out"
     serve = subprocess.Popen([str(BIN / "eqarena"), "serve", "--name", "test-serve", "--cron", "0 3 * * *",
-                              "--db", str(db), "--out", str(out), "--analyses", "none"],
+                              "--db", str(db), "--out", str(out), "--analyses", "none", "--bootstrap", "20"],
                              env=prefect_server, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
     try:

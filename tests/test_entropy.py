@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import (
+from eqarena.solvers import (
     NormalFormGame,
     affinity_entropy,
     affinity_kernel,
@@ -22,7 +22,7 @@ from solvers import (
     synthetic_king_tensor,
     tsallis_entropy,
 )
-from solvers.entropy import _neighbour_pairs, affinity_target_value
+from eqarena.solvers.entropy import _neighbour_pairs, affinity_target_value
 
 RPS = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])
 

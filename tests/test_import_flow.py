@@ -10,11 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import query
-from ingest_inputs import snapshot
 from typer.testing import CliRunner
 
-from flows.cli import app
+from eqarena.cli.app import app
+
+from conftest import query
+from ingest_inputs import snapshot
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
 runner = CliRunner()

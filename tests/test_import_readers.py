@@ -9,11 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tasks.datasets import DatasetError
-from tasks.importers.arena_hard_auto import default_dataset_name, read_arena_hard_judgments
-from tasks.importers.battles import read_battles
-from tasks.importers.pairwise import read_pairwise_table
-from tasks.importers.scores import payoff_template, read_score_table
+from eqarena.datasets.records import DatasetError
+from eqarena.importers.arena_hard_auto import default_dataset_name, read_arena_hard_judgments
+from eqarena.importers.battles import read_battles
+from eqarena.importers.pairwise import read_pairwise_table
+from eqarena.importers.scores import payoff_template, read_score_table
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
 AHA_DIR = EXAMPLES / "tiny-bench" / "model_judgment"

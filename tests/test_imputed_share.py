@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers import imputed_shares
+from eqarena.solvers import imputed_shares
 
 
 def random_simplex(rng, n):

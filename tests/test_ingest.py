@@ -9,11 +9,13 @@ import hashlib
 import json
 
 import pytest
-from ingest_inputs import answer_record, read_lines, snapshot, write_arena_dir, write_jsonl
 
-import warehouse
-from flows.ingest import ingest_flow
-from tasks.bundled import SEEDS_DIR
+from eqarena import warehouse
+from eqarena.datasets.bundled import SEEDS_DIR
+from eqarena.flows.ingest import ingest_flow
+from eqarena.options import IngestOptions
+
+from ingest_inputs import answer_record, read_lines, snapshot, write_arena_dir, write_jsonl
 
 PRD_JUDGES = ("gpt4", "claude", "gpt35", "bard", "vicuna-13b")
 PRD_MODELS = ("bard", "claude", "gpt35", "gpt4", "vicuna-13b")
@@ -40,7 +42,7 @@ def prd(source_data):
 @pytest.fixture(scope="module")
 def vicuna_db(tmp_path_factory, prefect_harness):
     db_path = tmp_path_factory.mktemp("vicuna") / "eqarena.duckdb"
-    summary = ingest_flow(dataset="vicuna80", db=str(db_path))
+    summary = ingest_flow(IngestOptions(source="vicuna80"), str(db_path))
     return db_path, summary
 
 
@@ -127,7 +129,7 @@ def test_ingest_run_is_recorded(vicuna_db):
 def test_second_identical_ingest_writes_nothing(vicuna_db):
     db_path, first = vicuna_db
     before = snapshot(db_path)
-    again = ingest_flow(dataset="vicuna80", db=str(db_path))
+    again = ingest_flow(IngestOptions(source="vicuna80"), str(db_path))
     assert again.new == 0 and again.changed == 0 and again.unchanged == 8485
     assert snapshot(db_path) == before  # not even created_at or run_id moved
     assert again.run_id != first.run_id
@@ -135,12 +137,12 @@ def test_second_identical_ingest_writes_nothing(vicuna_db):
 
 
 def test_arena_hard_seed(db_path, prefect_harness):
-    summary = ingest_flow(dataset="arena-hard-v0.1", db=str(db_path))
+    summary = ingest_flow(IngestOptions(source="arena-hard-v0.1"), str(db_path))
     assert changes(summary) == {"prompts": (500, 0, 0, 0), "models": (8, 0, 0, 0), "responses": (4000, 0, 0, 0),
                                 "judgments": (0, 0, 0, 0)}
     assert query(db_path, "SELECT count(*), count(DISTINCT model_id) FROM responses "
                           "WHERE dataset = 'arena-hard-v0.1'") == [(4000, 8)]
-    again = ingest_flow(dataset="arena-hard-v0.1", db=str(db_path))
+    again = ingest_flow(IngestOptions(source="arena-hard-v0.1"), str(db_path))
     assert again.new == 0 and again.unchanged == 4508
 
 
@@ -148,19 +150,19 @@ def test_both_layouts_merge_into_one_dataset(db_path, prefect_harness, source_da
     """The two copies of arena-hard-v0.1 ingested under one name: identical prompts and identical
     gpt-4-0314 answers are recognised as such, and the bundled seed then adds nothing."""
     arena = source_data / "arena_hard_v0.1"
-    first = ingest_flow(dataset=str(arena / "new_format"), name="arena-hard-v0.1", db=str(db_path))
+    first = ingest_flow(IngestOptions(source=str(arena / "new_format"), name="arena-hard-v0.1"), str(db_path))
     assert changes(first)["responses"] == (1500, 0, 0, 0)
-    second = ingest_flow(dataset=str(arena / "old_format"), name="arena-hard-v0.1", db=str(db_path))
+    second = ingest_flow(IngestOptions(source=str(arena / "old_format"), name="arena-hard-v0.1"), str(db_path))
     assert changes(second) == {"prompts": (0, 500, 0, 0), "models": (5, 1, 0, 0), "responses": (2500, 500, 0, 0),
                                "judgments": (0, 0, 0, 0)}
-    seed = ingest_flow(dataset="arena-hard-v0.1", db=str(db_path))
+    seed = ingest_flow(IngestOptions(source="arena-hard-v0.1"), str(db_path))
     assert seed.new == 0 and seed.changed == 0
     assert query(db_path, "SELECT count(*) FROM responses") == [(4000,)]
 
 
 def test_directory_name_is_the_default_dataset_name(tmp_path, db_path, prefect_harness):
     directory = write_arena_dir(tmp_path / "my-arena")
-    summary = ingest_flow(dataset=str(directory), db=str(db_path))
+    summary = ingest_flow(IngestOptions(source=str(directory)), str(db_path))
     assert summary.dataset == "my-arena"
     assert changes(summary) == {"prompts": (5, 0, 0, 0), "models": (2, 0, 0, 0), "responses": (10, 0, 0, 0),
                                 "judgments": (0, 0, 0, 0)}
@@ -169,7 +171,7 @@ def test_directory_name_is_the_default_dataset_name(tmp_path, db_path, prefect_h
 
 def test_changed_answer_is_reported_and_replaced_only_when_asked(tmp_path, db_path, prefect_harness):
     directory = write_arena_dir(tmp_path / "arena")
-    ingest_flow(dataset=str(directory), db=str(db_path))
+    ingest_flow(IngestOptions(source=str(directory)), str(db_path))
     edited = answer_record("old", "p3", "m-old", "a better answer")
     lines = read_lines(directory / "model_answer" / "m-old.jsonl")
     lines[3] = json.dumps(edited) + "\n"
@@ -177,22 +179,22 @@ def test_changed_answer_is_reported_and_replaced_only_when_asked(tmp_path, db_pa
     stored = "SELECT text, text_sha256 FROM responses WHERE prompt_id = 'p3' AND model_id = 'm-old'"
     old = query(db_path, stored)
 
-    kept = ingest_flow(dataset=str(directory), db=str(db_path))
+    kept = ingest_flow(IngestOptions(source=str(directory)), str(db_path))
     [responses] = [t for t in kept.tables if t.table == "responses"]
     assert (responses.new, responses.unchanged, responses.changed, responses.replaced) == (0, 9, 1, 0)
     assert responses.changed_keys == (("arena", "p3", "m-old"),)
     assert query(db_path, stored) == old
 
-    replaced = ingest_flow(dataset=str(directory), db=str(db_path), replace=True)
+    replaced = ingest_flow(IngestOptions(source=str(directory), replace=True), str(db_path))
     assert changes(replaced)["responses"] == (0, 9, 1, 1)
     assert query(db_path, stored) == [("a better answer", hashlib.sha256(b"a better answer").hexdigest())]
-    assert ingest_flow(dataset=str(directory), db=str(db_path)).changed == 0
+    assert ingest_flow(IngestOptions(source=str(directory)), str(db_path)).changed == 0
 
 
 def test_invalid_input_writes_nothing_and_records_a_failed_run(tmp_path, db_path, prefect_harness):
-    from tasks.datasets import DatasetError
+    from eqarena.datasets.records import DatasetError
 
-    ingest_flow(dataset=str(write_arena_dir(tmp_path / "good")), db=str(db_path))
+    ingest_flow(IngestOptions(source=str(write_arena_dir(tmp_path / "good"))), str(db_path))
     before = snapshot(db_path)
     bad = write_arena_dir(tmp_path / "bad", n_prompts=8)
     lines = read_lines(bad / "model_answer" / "m-new.jsonl")
@@ -200,7 +202,7 @@ def test_invalid_input_writes_nothing_and_records_a_failed_run(tmp_path, db_path
     write_jsonl(bad / "model_answer" / "extra.jsonl", [])
     (bad / "model_answer" / "m-new.jsonl").write_text("".join(lines))
     with pytest.raises(DatasetError, match=r"m-new\.jsonl:7: malformed JSON"):
-        ingest_flow(dataset=str(bad), db=str(db_path))
+        ingest_flow(IngestOptions(source=str(bad)), str(db_path))
     assert snapshot(db_path) == before
     [(message,)] = query(db_path, "SELECT message FROM runs WHERE status = 'failed'")
     assert "m-new.jsonl:7: malformed JSON" in message
@@ -212,7 +214,7 @@ def test_changed_recorded_judgment_from_a_bundle_directory(tmp_path, db_path, pr
     seed.mkdir()
     for file in (SEEDS_DIR / "vicuna80").iterdir():
         (seed / file.name).write_bytes(file.read_bytes())
-    ingest_flow(dataset=str(seed), db=str(db_path))
+    ingest_flow(IngestOptions(source=str(seed)), str(db_path))
     with gzip.open(seed / "judgments.jsonl.gz", "rt", encoding="utf-8") as handle:
         lines = handle.read().splitlines()
     first = json.loads(lines[0])
@@ -224,17 +226,17 @@ def test_changed_recorded_judgment_from_a_bundle_directory(tmp_path, db_path, pr
               "AND model_a = ? AND model_b = ?")
     key = [first["judge"], first["prompt_id"], first["model_a"], first["model_b"]]
 
-    kept = ingest_flow(dataset=str(seed), db=str(db_path))
+    kept = ingest_flow(IngestOptions(source=str(seed)), str(db_path))
     assert kept.dataset == "vicuna80" and changes(kept)["judgments"] == (0, 7999, 1, 0)
     assert query(db_path, stored, key) == [(first["verdict"], first["score"], first["raw_text"])]
-    replaced = ingest_flow(dataset=str(seed), db=str(db_path), replace=True)
+    replaced = ingest_flow(IngestOptions(source=str(seed), replace=True), str(db_path))
     assert changes(replaced)["judgments"] == (0, 7999, 1, 1)
     assert query(db_path, stored, key) == [(flipped[0], flipped[1], "second opinion")]
     assert query(db_path, "SELECT count(*) FROM judgments") == [(8000,)]
 
 
 def test_large_inputs_show_a_progress_bar(tmp_path, monkeypatch, capsys):
-    from tasks.ingest import read_dataset
+    from eqarena.tasks.ingest import read_dataset
 
     monkeypatch.setenv("FORCE_COLOR", "1")  # rich then treats stderr as a terminal
     read_dataset.fn("arena-hard-v0.1")

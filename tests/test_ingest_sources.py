@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from eqarena.datasets.arena_hard import read_arena_hard
+from eqarena.datasets.bundled import SEEDS_DIR, read_bundle, seed_names
+from eqarena.datasets.records import DatasetError, model_family
+
 from conftest import REPO_ROOT
 from ingest_inputs import answer_text, write_arena_dir
-
-from tasks.arena_hard import read_arena_hard
-from tasks.bundled import SEEDS_DIR, read_bundle, seed_names
-from tasks.datasets import DatasetError, model_family
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +92,8 @@ def test_arena_hard_seed_merges_both_layouts(arena):
 
 
 def test_seed_rebuild_is_byte_identical(tmp_path, source_data):
-    sys.path.insert(0, str(SEEDS_DIR))
-    try:
-        import build_seeds
-    finally:
-        sys.path.remove(str(SEEDS_DIR))
+    from eqarena.datasets import build_seeds
+
     build_seeds.build(source_data, tmp_path)
     for name in seed_names():
         committed = sorted(p.name for p in (SEEDS_DIR / name).iterdir())

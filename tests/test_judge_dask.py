@@ -9,16 +9,24 @@ import os
 from itertools import permutations
 
 import pytest
-from fake_llm_server import FakeLLMServer, plant_dataset
 
-import warehouse
-from flows.judge import judge_flow
+from eqarena import warehouse
+from eqarena.flows.judge import judge_flow
+from eqarena.options import RetryPolicy, RunnerOptions
+
+from fake_llm_server import FakeLLMServer, plant_dataset
+from judging import judge_options
 
 QUALITY = {"m1": 0.9, "m2": 0.3, "m3": 0.0, "m4": -0.3, "m5": -0.9}
 PROMPTS = [str(p) for p in range(1, 6)]
 SAMPLES = 2  # 5 prompts x 20 ordered pairs x 2 samples = 200 single-sample calls
 RPM = 720.0  # 12 calls/s: 200 calls take about 16 s
-FAST = dict(retry_wait=0.05, timeout=10.0, retries=20, progress=False, multi_sample=False)
+RETRY = RetryPolicy(attempts=20, initial_wait_s=0.05, max_wait_s=60.0, timeout_s=10.0)
+
+
+def dask_judge(spec: str, **fields):
+    """The test's JudgeOptions: patient retries, one sample per request."""
+    return judge_options(spec, retry=RETRY, multi_sample=False, **fields)
 
 
 @pytest.fixture
@@ -49,13 +57,13 @@ def test_dask_runner_judges_every_cell_once_within_one_shared_rate_limit(prefect
     assert len(planned) == 200
     with FakeLLMServer(QUALITY, latency_s=0.1, rpm_limit=RPM, record_times=True) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        out = judge_flow(judge=spec, dataset="toy", db=str(toy_db), samples_per_order=SAMPLES, rpm=RPM,
-                         concurrency=16, runner="dask", dask_workers=2, **FAST)
+        options = dask_judge(spec, samples_per_order=SAMPLES, rpm=RPM, concurrency=16,
+                                runner=RunnerOptions(runner="dask", dask_workers=2))
+        out = judge_flow(options, str(toy_db), progress=False)
         seen = server.snapshot()
-        again = judge_flow(judge=spec, dataset="toy", db=str(toy_db), samples_per_order=SAMPLES, rpm=RPM,
-                           runner="dask", **FAST)
+        again = judge_flow(options, str(toy_db), progress=False)
         assert server.snapshot().requests == seen.requests  # the re-run plans nothing and sends nothing
-    assert out.plan["calls"] == 200 and out.left["calls"] == 0 and out.message.startswith("done"), out.message
+    assert out.plan.calls == 200 and out.left.calls == 0 and out.message.startswith("done"), out.message
     assert "nothing to do" in again.message
 
     rows = stored(toy_db, "openai-compatible:judge")
@@ -103,15 +111,15 @@ def test_dask_runner_caps_retries_and_keys_as_the_default_runner(prefect_harness
     with FakeLLMServer(QUALITY, fault_rate=0.15, fault_kinds=("429", "500"), malformed_rate=0.1, seed=3,
                        require_key=key) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        common = dict(judge=spec, dataset="toy", db=str(toy_db), samples_per_order=1, prompts=2, max_unparsed=10,
-                      runner="dask", dask_address=address, **FAST)
-        capped = judge_flow(max_calls=15, concurrency=4, **common)
+        common = dict(samples_per_order=1, prompts=2, max_unparsed=10,
+                      runner=RunnerOptions(runner="dask", dask_address=address))
+        capped = judge_flow(dask_judge(spec, max_calls=15, concurrency=4, **common), str(toy_db), progress=False)
         assert capped.stopped_by == "max-calls" and "stopped at the --max-calls cap" in capped.message
-        assert 0 < capped.stats["samples"] <= 15 and capped.left["calls"] > 0
-        done = judge_flow(**common)
+        assert 0 < capped.stats.samples <= 15 and capped.left.calls > 0
+        done = judge_flow(dask_judge(spec, **common), str(toy_db), progress=False)
         seen = server.snapshot()
-    assert done.left["calls"] == 0 and done.stopped_by is None, done.message
-    assert seen.injected_faults > 0 and done.stats["retries"] + capped.stats["retries"] >= seen.injected_faults
+    assert done.left.calls == 0 and done.stopped_by is None, done.message
+    assert seen.injected_faults > 0 and done.stats.retries + capped.stats.retries >= seen.injected_faults
     rows = stored(toy_db, "openai-compatible:judge")
     ok = {r[:3] for r in rows if r[4] == "ok"}
     assert ok == {(p, a, b) for p in PROMPTS[:2] for a, b in permutations(QUALITY, 2)}
@@ -128,8 +136,9 @@ def test_a_missing_key_on_the_workers_stops_the_run(prefect_harness, toy_db, key
     address, _ = keyed_cluster
     with FakeLLMServer(QUALITY) as server:
         with pytest.raises(Exception, match="set GEMINI_API_KEY"):  # the workers have none
-            judge_flow(judge=f"gemini:gemini-2.0-flash@{server.url}", dataset="toy", db=str(toy_db),
-                       prompts=1, runner="dask", dask_address=address, **FAST)
+            judge_flow(dask_judge(f"gemini:gemini-2.0-flash@{server.url}", prompts=1,
+                                     runner=RunnerOptions(runner="dask", dask_address=address)), str(toy_db),
+                       progress=False)
         assert server.snapshot().requests == 0
     assert stored(toy_db, "gemini:gemini-2.0-flash") == []
 
@@ -139,10 +148,11 @@ def test_gemini_calls_run_on_the_workers_through_the_google_genai_sdk(prefect_ha
     key = "gemini-test-key"
     monkeypatch.setenv("GEMINI_API_KEY", key)  # the LocalCluster's workers inherit it
     with FakeLLMServer(QUALITY, require_key=key) as server:
-        out = judge_flow(judge=f"gemini:gemini-2.0-flash@{server.url}", dataset="toy", db=str(toy_db),
-                         prompts=2, samples_per_order=1, concurrency=8, runner="dask", dask_workers=2, **FAST)
+        out = judge_flow(dask_judge(f"gemini:gemini-2.0-flash@{server.url}", prompts=2, samples_per_order=1,
+                                       concurrency=8, runner=RunnerOptions(runner="dask", dask_workers=2)),
+                         str(toy_db), progress=False)
         seen = server.snapshot()
-    assert out.left["calls"] == 0 and out.message.startswith("done"), out.message
+    assert out.left.calls == 0 and out.message.startswith("done"), out.message
     rows = stored(toy_db, "gemini:gemini-2.0-flash")
     assert {r[:3] for r in rows} == {(p, a, b) for p in PROMPTS[:2] for a, b in permutations(QUALITY, 2)}
     assert {r[4] for r in rows} == {"ok"} and seen.successes == len(rows) == 40

@@ -9,14 +9,17 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import warehouse
+from eqarena import warehouse
+from eqarena.cli.app import app
+from eqarena.flows.judge import judge_flow
+from eqarena.options import RunnerOptions
+from eqarena.tasks.judge_plan import plan_judge_run
+from eqarena.warehouse.tensor import assemble_tensor
+
 from fake_llm_server import FakeLLMServer, plant_dataset
-from flows.cli import app
-from flows.judge import judge_flow
-from warehouse.tensor import assemble_tensor
+from judging import judge_options
 
 QUALITY = {"m1": 0.9, "m2": 0.3, "m3": -0.3, "m4": -0.9}
-FAST = dict(retry_wait=0.01, timeout=1.0, retries=10, progress=False)
 
 
 @pytest.fixture
@@ -41,18 +44,19 @@ def judgments(db_path, judge):
 def test_plan_equals_the_calls_made_and_a_rerun_pays_nothing(prefect_harness, toy_db, multi):
     with FakeLLMServer(QUALITY) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        planned = judge_flow(judge=spec, dataset="toy", db=str(toy_db), plan_only=True, multi_sample=multi, **FAST)
+        options = judge_options(spec, multi_sample=multi)
+        planned = plan_judge_run(options, str(toy_db))
         assert server.snapshot().requests == 0
-        assert planned.plan["calls"] == 5 * 6 * 2 * 4 and planned.run_id is None
-        done = judge_flow(judge=spec, dataset="toy", db=str(toy_db), multi_sample=multi, **FAST)
+        assert planned.plan.calls == 5 * 6 * 2 * 4 and planned.run_id is None
+        done = judge_flow(options, str(toy_db), progress=False)
         seen = server.snapshot()
-        assert seen.requests == planned.plan["requests"] == (60 if multi else 240)
-        assert sum(seen.paid_samples.values()) == planned.plan["calls"]
-        again = judge_flow(judge=spec, dataset="toy", db=str(toy_db), multi_sample=multi, **FAST)
+        assert seen.requests == planned.plan.requests == (60 if multi else 240)
+        assert sum(seen.paid_samples.values()) == planned.plan.calls
+        again = judge_flow(options, str(toy_db), progress=False)
         assert server.snapshot().requests == seen.requests
     rows = judgments(toy_db, "openai-compatible:judge")
-    assert len(rows) == planned.plan["calls"] and {r[4] for r in rows} == {"ok"}
-    assert done.left["calls"] == 0 and done.stopped_by is None and done.message.startswith("done")
+    assert len(rows) == planned.plan.calls and {r[4] for r in rows} == {"ok"}
+    assert done.left.calls == 0 and done.stopped_by is None and done.message.startswith("done")
     assert again.run_id is None and "nothing to do" in again.message
     con = warehouse.connect(toy_db)
     run = con.execute("SELECT kind, status, parameters FROM runs WHERE run_id = ?", [done.run_id]).fetchone()
@@ -62,8 +66,8 @@ def test_plan_equals_the_calls_made_and_a_rerun_pays_nothing(prefect_harness, to
 
 def test_a_judge_always_preferring_position_a_gives_zero_u_king(prefect_harness, toy_db):
     with FakeLLMServer(QUALITY, always_a=True) as server:
-        judge_flow(judge=f"openai-compatible:biased@{server.openai_base_url}", dataset="toy", db=str(toy_db),
-                   samples_per_order=2, **FAST)
+        judge_flow(judge_options(f"openai-compatible:biased@{server.openai_base_url}", samples_per_order=2),
+                   str(toy_db), progress=False)
     rows = judgments(toy_db, "openai-compatible:biased")
     assert {r[5] for r in rows} == {1.0}  # raw: A always wins clearly
     con = warehouse.connect(toy_db)
@@ -74,12 +78,12 @@ def test_a_judge_always_preferring_position_a_gives_zero_u_king(prefect_harness,
 
 def test_three_class_template_recovers_the_planted_order(prefect_harness, toy_db):
     with FakeLLMServer(QUALITY, seed=5) as server:
-        out = judge_flow(judge=f"openai-compatible:judge@{server.openai_base_url}", dataset="toy", db=str(toy_db),
-                         template="pairwise3", samples_per_order=2, multi_sample=True, **FAST)
-    assert out.plan["template"] == "pairwise3"
+        out = judge_flow(judge_options(f"openai-compatible:judge@{server.openai_base_url}", template="pairwise3",
+                                       samples_per_order=2, multi_sample=True), str(toy_db), progress=False)
+    assert out.plan.template == "pairwise3"
     con = warehouse.connect(toy_db)
     assert {r[0] for r in con.execute("SELECT DISTINCT score FROM judgments").fetchall()} <= {-1.0, 0.0, 1.0}
-    tensor = assemble_tensor(con, "toy", ["openai-compatible:judge"], template_hash=out.plan["template_hash"])
+    tensor = assemble_tensor(con, "toy", ["openai-compatible:judge"], template_hash=out.plan.template_hash)
     strength = tensor.u_king.mean(axis=(0, 2))  # mean payoff of each model as king
     assert list(np.argsort(-strength)) == [tensor.models.index(m) for m in QUALITY]
 
@@ -136,15 +140,15 @@ def test_batch_mode_judges_everything_at_batch_price_and_reasks_unparsed(prefect
     prices.write_text('[openai-compatible."judge"]\ninput = 1.0\noutput = 2.0\n')
     with FakeLLMServer(QUALITY, malformed_rate=0.1, seed=7) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        common = dict(judge=spec, dataset="toy", db=str(toy_db), samples_per_order=2, multi_sample=True,
-                      max_unparsed=10, prices=str(prices), progress=False)
-        live_plan = judge_flow(plan_only=True, **common).plan
-        out = judge_flow(batch=True, batch_poll_interval=0.02, **common)
+        common = dict(samples_per_order=2, multi_sample=True, max_unparsed=10, prices=str(prices))
+        live_plan = plan_judge_run(judge_options(spec, **common), str(toy_db)).plan
+        batch = RunnerOptions(batch=True, batch_poll_s=0.02)
+        out = judge_flow(judge_options(spec, runner=batch, **common), str(toy_db), progress=False)
         seen = server.snapshot()
-    assert out.plan["cost_usd"] == pytest.approx(0.5 * live_plan["cost_usd"])
+    assert out.plan.cost_usd == pytest.approx(0.5 * live_plan.cost_usd)
     # later batches (rounds) re-ask the unparseable samples of the earlier ones
     assert seen.requests == 0 and 2 <= seen.batch_creates == len(out.batch_jobs) <= 3
-    assert out.left["calls"] == 0
+    assert out.left.calls == 0
     rows = judgments(toy_db, "openai-compatible:judge")
     ok = {}
     for p, a, b, _, status, _ in rows:

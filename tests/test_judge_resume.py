@@ -13,14 +13,19 @@ from pathlib import Path
 
 import pytest
 
-import warehouse
+from eqarena import warehouse
+from eqarena.flows.judge import judge_flow
+from eqarena.judge.batch import BatchJudge
+from eqarena.judge.inputs import read_inputs
+from eqarena.judge.plan import plan_missing
+from eqarena.judge.providers import make_provider
+from eqarena.judge.templates import load_template
+from eqarena.options import RetryPolicy, RunnerOptions
+from eqarena.tasks.judge_plan import plan_judge_run
+from eqarena.warehouse.judge_batches import update_job
+
 from fake_llm_server import FakeLLMServer, plant_dataset
-from flows.judge import judge_flow
-from tasks.judge.batch import BatchJudge
-from tasks.judge.providers import make_provider
-from tasks.judge.steps import plan_judgments, read_judge_inputs
-from tasks.judge.templates import load_template
-from warehouse.judge_batches import update_job
+from judging import judge_options
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUALITY = {"m1": 0.9, "m2": 0.3, "m3": -0.3, "m4": -0.9}
@@ -43,7 +48,7 @@ def start_judge(spec: str, db: Path, *extra: str) -> subprocess.Popen:
     from prefect.settings import PREFECT_API_URL
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
-    command = [sys.executable, "-m", "flows.cli", "judge", "--judge", spec, "--dataset", "toy", "--db", str(db),
+    command = [sys.executable, "-m", "eqarena.cli", "judge", "--judge", spec, "--dataset", "toy", "--db", str(db),
                "--samples-per-order", str(SAMPLES), "--retry-wait", "0.01", *extra]
     return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
@@ -89,10 +94,10 @@ def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(prefect_harness, toy_db)
         assert held == paid_before_kill and sum(held.values()) >= 50  # nothing paid was lost
 
         server.configure(hold_after=None)
-        outcome = judge_flow(judge=spec, dataset="toy", db=str(toy_db), samples_per_order=SAMPLES, retry_wait=0.01,
-                             progress=False)
+        retry = RetryPolicy(initial_wait_s=0.01)
+        outcome = judge_flow(judge_options(spec, samples_per_order=SAMPLES, retry=retry), str(toy_db), progress=False)
         seen = server.snapshot()
-    assert outcome.left["calls"] == 0
+    assert outcome.left.calls == 0
     assert seen.paid_samples == ALL_CELLS  # every sample paid exactly once over both runs
     held, rows = stored_cells(toy_db)
     assert held == ALL_CELLS and rows == sum(ALL_CELLS.values())
@@ -112,13 +117,13 @@ def test_batch_mode_resumes_after_kill_without_a_second_batch(prefect_harness, t
         (job,) = con.execute("SELECT job_id, status, batch_id FROM judge_batches").fetchall()
         con.close()
         assert job[1] == "submitted" and job[2]
-        planned = judge_flow(judge=spec, dataset="toy", db=str(toy_db), samples_per_order=SAMPLES, batch=True,
-                             plan_only=True, progress=False)
-        assert planned.plan["calls"] == 0 and planned.plan["pending_samples"] == sum(ALL_CELLS.values())
+        batch = judge_options(spec, samples_per_order=SAMPLES, retry=RetryPolicy(),
+                              runner=RunnerOptions(batch=True, batch_poll_s=0.05))
+        planned = plan_judge_run(batch, str(toy_db))
+        assert planned.plan.calls == 0 and planned.plan.pending_samples == sum(ALL_CELLS.values())
 
         server.configure(batch_hold=False)
-        outcome = judge_flow(judge=spec, dataset="toy", db=str(toy_db), samples_per_order=SAMPLES, batch=True,
-                             batch_poll_interval=0.05, progress=False)
+        outcome = judge_flow(batch, str(toy_db), progress=False)
         seen = server.snapshot()
     assert seen.batch_creates == 1 and outcome.batch_jobs == (job[0],)
     assert seen.paid_samples == ALL_CELLS
@@ -133,9 +138,9 @@ def test_a_batch_created_but_not_recorded_is_found_not_recreated(prefect_harness
         server.configure(batch_hold=True)
         spec = f"openai-compatible:judge@{server.openai_base_url}"
         con = warehouse.connect(toy_db)
-        inputs = read_judge_inputs.fn(con, "toy", None, None)
-        plan = plan_judgments.fn(con, "openai-compatible:judge", TEMPLATE, inputs, samples_per_order=SAMPLES,
-                                 max_unparsed=None, multi_sample=True, batch=True, price=None)
+        inputs = read_inputs(con, "toy", None, None)
+        plan = plan_missing(con, "openai-compatible:judge", TEMPLATE, inputs, samples_per_order=SAMPLES,
+                            max_unparsed=None, multi_sample=True, batch=True, price=None)
 
         async def upload_and_create() -> str:
             provider = make_provider(spec)
@@ -153,8 +158,9 @@ def test_a_batch_created_but_not_recorded_is_found_not_recreated(prefect_harness
         update_job(con, job_id, status="uploaded", batch_id=None)
         con.close()
         server.configure(batch_hold=False)
-        outcome = judge_flow(judge=spec, dataset="toy", db=str(toy_db), samples_per_order=SAMPLES, batch=True,
-                             batch_poll_interval=0.05, progress=False)
+        outcome = judge_flow(judge_options(spec, samples_per_order=SAMPLES, retry=RetryPolicy(),
+                                           runner=RunnerOptions(batch=True, batch_poll_s=0.05)),
+                             str(toy_db), progress=False)
         seen = server.snapshot()
     assert seen.batch_creates == 1 and outcome.batch_jobs == (job_id,)
     assert seen.paid_samples == ALL_CELLS

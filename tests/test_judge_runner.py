@@ -11,15 +11,17 @@ import time
 
 import pytest
 
-import warehouse
+from eqarena import warehouse
+from eqarena.judge.budget import Budget
+from eqarena.judge.inputs import read_inputs
+from eqarena.judge.plan import plan_missing
+from eqarena.judge.providers import FatalProviderError, make_provider
+from eqarena.judge.runner import JudgeRunner
+from eqarena.judge.templates import load_template
+from eqarena.options import RetryPolicy, RunLimits
+from eqarena.warehouse.judgments import JudgmentWriter
+
 from fake_llm_server import FakeLLMServer, plant_dataset
-from tasks.judge.budget import Budget
-from tasks.judge.providers import FatalProviderError, make_provider
-from tasks.judge.retries import RetryPolicy
-from tasks.judge.runner import JudgeRunner, RunLimits
-from tasks.judge.steps import plan_judgments, read_judge_inputs
-from tasks.judge.templates import load_template
-from warehouse.judgments import JudgmentWriter
 
 QUALITY = {"m1": 1.0, "m2": 0.4, "m3": -0.2, "m4": -0.8}
 FAST_RETRY = RetryPolicy(attempts=12, initial_wait_s=0.01, max_wait_s=0.05, timeout_s=0.5)
@@ -35,8 +37,8 @@ def con(db_path):
 
 
 def plan_for(con, judge_id, *, samples=2, multi=True, max_unparsed=None, prompts=None, models=None):
-    inputs = read_judge_inputs.fn(con, "toy", models, prompts)
-    plan = plan_judgments.fn(con, judge_id, TEMPLATE, inputs, samples_per_order=samples, max_unparsed=max_unparsed,
+    inputs = read_inputs(con, "toy", models, prompts)
+    plan = plan_missing(con, judge_id, TEMPLATE, inputs, samples_per_order=samples, max_unparsed=max_unparsed,
                              multi_sample=multi, batch=False, price=None)
     return plan, inputs
 

@@ -8,14 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import warehouse
-from tasks.judge.budget import Budget
-from tasks.judge.plan import PlanError, build_plan, choose_models, choose_prompts
-from tasks.judge.pricing import PriceError, estimate_message_tokens, load_prices
-from tasks.judge.providers import JudgeSpecError, make_provider, parse_judge_spec
-from tasks.judge.templates import TEMPLATES_DIR, TemplateError, available_templates, load_template
-from tasks.judge.verdict import parse_verdict
-from warehouse.judgments import CellState, JudgmentRow, JudgmentWriter, cell_states, insert_judgments
+from eqarena import warehouse
+from eqarena.judge.budget import Budget
+from eqarena.judge.inputs import PlanError, choose_models, choose_prompts
+from eqarena.judge.plan import build_plan
+from eqarena.judge.pricing import PriceError, estimate_message_tokens, load_prices
+from eqarena.judge.providers import JudgeSpecError, make_provider, parse_judge_spec
+from eqarena.judge.templates import TEMPLATES_DIR, TemplateError, available_templates, load_template
+from eqarena.judge.verdict import parse_verdict
+from eqarena.warehouse.judgments import CellState, JudgmentRow, JudgmentWriter, cell_states, insert_judgments
 
 FIVE = load_template("pairwise5")
 THREE = load_template("pairwise3")
@@ -293,7 +294,7 @@ def test_progress_bar_shows_done_total_rate_eta_and_spend():
 
     from rich.console import Console
 
-    from tasks.judge.progress import JudgeProgress
+    from eqarena.judge.progress import JudgeProgress
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=160, color_system=None)
@@ -314,7 +315,7 @@ def test_retry_after_header_forms():
 
     import httpx2
 
-    from tasks.judge.providers import retry_after_seconds
+    from eqarena.judge.providers import retry_after_seconds
 
     class Failed(Exception):
         def __init__(self, headers):

@@ -12,16 +12,17 @@ import json
 from itertools import groupby
 
 import pytest
-from local_llm import LocalLLMServer, serve_local_llm
 from openai import OpenAI
 from typer.testing import CliRunner
 
-import warehouse
-from flows.cli import app
-from tasks.judge.templates import load_template
-from tasks.judge.verdict import parse_verdict
+from eqarena import warehouse
+from eqarena.cli.app import app
+from eqarena.judge.templates import load_template
+from eqarena.judge.verdict import parse_verdict
 
-pytestmark = pytest.mark.local_llm
+from local_llm import LocalLLMServer, serve_local_llm
+
+pytestmark = [pytest.mark.local_llm, pytest.mark.integration]
 
 DATASET = "vicuna80"
 MODELS = ("gpt35", "vicuna-13b")

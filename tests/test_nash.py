@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import Equilibrium, NormalFormGame, deviation_gains, koth_game
-from solvers._continuation import BranchLimit
-from solvers._logit import KothLogitSystem
-from solvers.entropy import affinity_targets
-from solvers.nash import nash
+from eqarena.solvers import Equilibrium, NormalFormGame, deviation_gains, koth_game
+from eqarena.solvers._continuation import BranchLimit
+from eqarena.solvers._logit import KothLogitSystem
+from eqarena.solvers.entropy import affinity_targets
+from eqarena.solvers.nash import nash
 
 RPS = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])
 CHICKEN = np.array([[0.0, -1.0], [1.0, -12.0]])  # row player's payoff: Swerve, Straight
@@ -124,15 +125,16 @@ def test_numpy_and_jax_backends_evaluate_the_same_system():
     rng = np.random.default_rng(22)
     game = koth_game(_random_king(rng, 15, 4))
     log_t = [np.log(rng.dirichlet(np.ones(n))) for n in game.num_actions]
-    systems = [KothLogitSystem(game, log_t, backend) for backend in ("numpy", "jax")]
-    r = systems[0].start() + rng.normal(scale=0.2, size=systems[0].dim)
-    r[-1] = 3.7
-    row = rng.normal(size=systems[0].dim)
-    a, b = (s.factor(r, row) for s in systems)
-    for x, y in [(a.residual, b.residual), (a.correction, b.correction), (a.tangent, b.tangent)]:
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
-    ca, cb = systems[0].chord(r, a.factors), systems[1].chord(r, b.factors)
-    np.testing.assert_allclose(ca.correction, cb.correction, atol=1e-12)
+    with jax.enable_x64(True):  # the internal system runs inside `nash`, which holds float64
+        systems = [KothLogitSystem(game, log_t, backend) for backend in ("numpy", "jax")]
+        r = systems[0].start() + rng.normal(scale=0.2, size=systems[0].dim)
+        r[-1] = 3.7
+        row = rng.normal(size=systems[0].dim)
+        a, b = (s.factor(r, row) for s in systems)
+        for x, y in [(a.residual, b.residual), (a.correction, b.correction), (a.tangent, b.tangent)]:
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
+        ca, cb = systems[0].chord(r, a.factors), systems[1].chord(r, b.factors)
+        np.testing.assert_allclose(ca.correction, cb.correction, atol=1e-12)
     eq_np, eq_jax = nash(game, "uniform"), nash(game, "uniform", backend="jax")
     for x, y in zip(eq_np.marginals, eq_jax.marginals):
         np.testing.assert_allclose(x, y, atol=1e-9)
@@ -198,9 +200,23 @@ def test_affinity_ne_is_invariant_to_cloned_prompts():
     np.testing.assert_allclose(group_mass, a0.marginals[0], atol=1e-3)
     for k in copies:
         np.testing.assert_allclose(a1.ratings[0][owner == k], a0.ratings[0][k], atol=1e-3)
-    u0, u1 = nash(g0, "uniform"), nash(g1, "uniform")
-    change = max(float(np.abs(x - y).max()) for x, y in zip(u1.ratings[1:], u0.ratings[1:]))
-    print(f"\nuniform-target LLE: largest model-rating change under prompt clones = {change:.3g}")
+
+
+def test_uniform_target_ne_moves_under_prompt_clones_where_affinity_does_not():
+    """The contrast of Section 4.2 on a game with several equilibria: six copies each of two prompts
+    of the uniform-target LLE's support move its model ratings; the affinity-selected NE keeps them."""
+    base = _random_king(np.random.default_rng(16), 12, 4, grid=True)
+    cloned = np.concatenate([base, np.repeat(base[[4, 9]], 6, axis=0)])
+    g0, g1 = koth_game(base), koth_game(cloned)
+
+    def change(target: str) -> float:
+        e0, e1 = nash(g0, target), nash(g1, target)
+        _assert_exact_ne(e0, 1e-6)
+        _assert_exact_ne(e1, 1e-6)
+        return max(float(np.abs(x - y).max()) for x, y in zip(e1.ratings[1:], e0.ratings[1:]))
+
+    assert change("uniform") > 0.1
+    assert change("affinity") < 1e-6
 
 
 def test_affinity_ne_is_invariant_to_a_cloned_model_in_a_dense_game():
@@ -349,9 +365,9 @@ def test_affinity_target_with_zero_mass_actions_still_gives_an_exact_nash():
     copies exactly zero mass; the branch starts from a strictly positive target all the same."""
     import warnings
 
-    from solvers import synthetic_king_tensor
-    from solvers.clones import with_clones
-    from solvers.entropy import affinity_targets
+    from eqarena.solvers import synthetic_king_tensor
+    from eqarena.solvers.clones import with_clones
+    from eqarena.solvers.entropy import affinity_targets
 
     u = synthetic_king_tensor(40, 5, seed=3)
     u = with_clones(u, np.repeat([0, 1, 2], 60), noise=0.01, rng=np.random.default_rng(0))

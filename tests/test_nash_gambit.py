@@ -6,8 +6,8 @@ import numpy as np
 import pygambit
 import pytest
 
-from solvers import koth_game
-from solvers.nash import nash
+from eqarena.solvers import koth_game
+from eqarena.solvers.nash import nash
 
 
 def _random_king(rng, p, m, grid):
@@ -48,13 +48,10 @@ def test_branch_end_matches_gambit_logit_solve(p, m, grid, seed):
     error = sum(float(np.abs(x - y).sum()) for x, y in zip(eq.marginals, reference))
     assert eq.exploitability <= 1e-6
     assert error <= 1e-2, f"L1 distance to Gambit {error:.3g}"
+    # The paper's annealing (25k Adam steps) lands farther from Gambit's LLE and less exact than the branch.
     annealed = nash(game, "uniform", method="anneal", max_steps=25_000)
     anneal_error = sum(float(np.abs(x - y).sum()) for x, y in zip(annealed.marginals, reference))
-    print(
-        f"\n{p}x{m}x{m} {'grid' if grid else 'uniform'}: branch L1 {error:.2e} (exploitability "
-        f"{eq.exploitability:.1e}, {eq.seconds:.2f}s); anneal L1 {anneal_error:.2e} (exploitability "
-        f"{annealed.exploitability:.1e}, {annealed.steps} steps, tau {annealed.final_temperature:.3g})"
-    )
+    assert error < anneal_error and eq.exploitability < annealed.exploitability
 
 
 def test_gambit_reference_reads_payoffs_in_player_order():
@@ -65,7 +62,7 @@ def test_gambit_reference_reads_payoffs_in_player_order():
     ref = gambit_lle(np.stack([a, b]))
     for x in ref:
         np.testing.assert_allclose(x, [0.5, 0.5], atol=1e-6)
-    from solvers import NormalFormGame
+    from eqarena.solvers import NormalFormGame
 
     eq = nash(NormalFormGame(np.stack([a, b])), "uniform")
     for x, y in zip(eq.marginals, ref):

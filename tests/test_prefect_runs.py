@@ -12,10 +12,12 @@ from pathlib import Path
 from uuid import UUID
 
 import psutil
-from conftest import query
+import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from eqarena.cli.app import app
+
+from conftest import query
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
 EQARENA = Path(sys.executable).with_name("eqarena")
@@ -66,6 +68,7 @@ def _server_children(pid: int) -> list[psutil.Process]:
     return [c for c in children if "prefect.server.api.server:create_app" in " ".join(c.cmdline())]
 
 
+@pytest.mark.integration  # a killed eqarena process and its Prefect server
 def test_killed_command_leaves_no_prefect_server_behind(tmp_path):
     """Without PREFECT_API_URL a command starts a temporary API server; SIGKILL of the command stops it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}

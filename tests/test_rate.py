@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import warehouse
-from flows.cli import app
-from warehouse.judgments import JudgmentRow, insert_judgments
-from warehouse.tensor import IncompleteTensorError
+from eqarena import warehouse
+from eqarena.cli.app import app
+from eqarena.options import BootstrapOptions, IngestOptions, RateOptions
+from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
+from eqarena.warehouse.tensor import IncompleteTensorError
 
 MODELS = ("bard", "claude", "gpt35", "gpt4", "vicuna-13b")
 EQ_METHODS = ("ne", "cce", "ne-shannon", "cce-shannon")
@@ -50,12 +51,13 @@ def prd_csv(source_data):
 
 @pytest.fixture(scope="module")
 def vicuna(prefect_harness, tmp_path_factory):
-    from flows.ingest import ingest_flow
-    from flows.rate import rate_flow
+    from eqarena.flows.ingest import ingest_flow
+    from eqarena.flows.rate import rate_flow
 
     db = str(tmp_path_factory.mktemp("rate") / "eqarena.duckdb")
-    ingest_flow(dataset="vicuna80", db=db)
-    result = rate_flow(db=db, dataset="vicuna80", judges=["prd:gpt4"], bootstrap=50)
+    ingest_flow(IngestOptions(source="vicuna80"), db)
+    result = rate_flow(RateOptions(dataset="vicuna80", judges=["prd:gpt4"], bootstrap=BootstrapOptions(replicates=50)),
+                       db)
     return db, result
 
 
@@ -228,10 +230,11 @@ def test_latest_model_ratings_from_another_process(vicuna):
 
 
 def test_pooled_prd_judges(vicuna, prefect_harness, prd_csv):
-    from flows.rate import rate_flow
+    from eqarena.flows.rate import rate_flow
 
     db, first = vicuna
-    pooled = rate_flow(db=db, dataset="vicuna80", judges=["all-prd"], methods=["bt"], bootstrap=10)
+    pooled = rate_flow(RateOptions(dataset="vicuna80", judges=["all-prd"], methods=["bt"],
+                                   bootstrap=BootstrapOptions(replicates=10)), db)
     assert pooled.judges == ("prd:bard", "prd:claude", "prd:gpt35", "prd:gpt4", "prd:vicuna-13b")
     stored = dict(_query(db, "SELECT model_id, mean_payoff FROM model_mean_payoffs WHERE run_id = ?", [pooled.run_id]))
     reference = prd_mean_payoffs(prd_csv, {"gpt4", "claude", "gpt35", "bard", "vicuna-13b"})
@@ -262,17 +265,17 @@ def _table_counts(db):
 
 
 def test_incomplete_tensor_is_refused_and_nothing_is_written(prefect_harness, tmp_path):
-    from flows.rate import rate_flow
+    from eqarena.flows.rate import rate_flow
 
     db = str(tmp_path / "w.duckdb")
     _incomplete_db(db)
     before = _table_counts(db)
     with pytest.raises(IncompleteTensorError, match="cover 10 of 12"):
-        rate_flow(db=db, dataset="syn", judges=["j"], methods=["bt", "ne"])
+        rate_flow(RateOptions(dataset="syn", judges=["j"], methods=["bt", "ne"]), db)
     assert _table_counts(db) == before
 
-    result = rate_flow(db=db, dataset="syn", judges=["j"], methods=["bt", "ne", "cce"], missing="drop-prompts",
-                       bootstrap=10)
+    result = rate_flow(RateOptions(dataset="syn", judges=["j"], methods=["bt", "ne", "cce"], missing="drop-prompts",
+                                   bootstrap=BootstrapOptions(replicates=10)), db)
     assert result.shape == (3, 3, 3)
     assert _query(db, "SELECT player, action, missing_cells FROM dropped WHERE run_id = ?", [result.run_id]) == [
         ("prompt", "3", 2)]

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import query
 
+from conftest import query
 from tests.fake_llm_server import FakeLLMServer, planted_prompt, planted_response
 from tests.ingest_inputs import write_jsonl
 
@@ -39,26 +39,28 @@ def arena_dir(root: Path, models: list[str]) -> Path:
 
 
 def test_refresh_judges_only_what_is_new(prefect_harness, tmp_path):
-    from flows.refresh import refresh_flow, refresh_line
+    from eqarena.flows.refresh import refresh_flow
+    from eqarena.options import AnalysesOptions, BootstrapOptions, MainJobOptions, RateOptions
 
     data = arena_dir(tmp_path / "arena", ["strong-1", "middle-2", "weak-3"])
     db, out = str(tmp_path / "w.duckdb"), str(tmp_path / "out")
     with FakeLLMServer(QUALITY, noise=0.1, seed=3) as server:
         spec = f"openai-compatible:judge-model@{server.openai_base_url}"
-        options = dict(db=db, out_dir=out, dataset=str(data), judge=spec, methods=["bt", "ne"], analyses=[],
-                       samples_per_order=1, bootstrap=10)
-        first = refresh_flow(**options)
+        options = MainJobOptions(source=str(data), judge=spec, out_dir=out, samples_per_order=1,
+                                 rate=RateOptions(methods=("bt", "ne"), bootstrap=BootstrapOptions(replicates=10)),
+                                 analyses=AnalysesOptions(run=()))
+        first = refresh_flow(options, db)
         calls = sum(server.counters.paid_samples.values())
         assert calls == len(PROMPTS) * 3 * 2 and first.new_rate_run and first.report_path.is_file()
 
-        second = refresh_flow(**options)
+        second = refresh_flow(options, db)
         assert sum(server.counters.paid_samples.values()) == calls  # 0 judge calls
         assert second.unchanged and second.rate_run_id == first.rate_run_id
         assert query(db, "SELECT count(*) FROM runs WHERE kind = 'rate'")[0][0] == 1  # no new rate run
-        assert refresh_line(second).startswith("refresh: nothing new; 0 judge calls, no new rate run")
+        assert second.line().startswith("refresh: nothing new; 0 judge calls, no new rate run")
 
         add_answers(data, "late-4")
-        third = refresh_flow(**options)
+        third = refresh_flow(options, db)
         new_calls = sum(server.counters.paid_samples.values()) - calls
         assert new_calls == len(PROMPTS) * 3 * 2  # late-4 against each of the 3 others, both orders
         assert third.new_rate_run and third.rate_run_id != first.rate_run_id
@@ -102,7 +104,7 @@ def test_concurrent_refreshes_never_interleave(prefect_harness, tmp_path):
     assert "refresh: nothing new; 0 judge calls, no new rate run" in stdout  # it ran after the first
 
     single = tmp_path / "single.duckdb"
-    alone = _refresh(single, tmp_path / "out-single", env)
+    alone = _refresh(single, tmp_path / "out-single", env, "--bootstrap", "0")  # compared by status only
     assert alone.wait(timeout=600) == 0
     status = [subprocess.run([str(EQARENA), "status", "--json", "--db", str(path)], env=env, capture_output=True,
                              text=True, check=True).stdout for path in (db, single)]
@@ -116,7 +118,7 @@ def test_run_prints_the_plan_and_refuses_unconfirmed_spend(prefect_harness, tmp_
     """A provider judge whose plan is estimated above $1 needs --max-cost or --yes; nothing is sent."""
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from eqarena.cli.app import app
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # a closed port: any call would fail

@@ -7,22 +7,30 @@ import asyncio
 
 import numpy as np
 import pytest
-from conftest import query
 
-import warehouse
-from flows.judge import judge_flow
-from tasks import ingest
-from tasks.judge.providers import (
-    GenerationOptions,
+from eqarena import warehouse
+from eqarena.flows.judge import judge_flow
+from eqarena.judge.providers import (
     JudgeSpecError,
     make_provider,
     parse_judge_spec,
 )
-from tasks.judge.replay import RecordingMissing, ReplayProvider
-from tasks.judge.templates import load_template
-from warehouse.tensor import assemble_tensor
+from eqarena.judge.replay import RecordingMissing, ReplayProvider
+from eqarena.judge.templates import load_template
+from eqarena.options import GenerationOptions, RetryPolicy, RunnerOptions
+from eqarena.tasks import ingest
+from eqarena.warehouse.tensor import assemble_tensor
 
-FAST = dict(retry_wait=0.01, timeout=1.0, retries=2, progress=False)
+from conftest import query
+from judging import judge_options
+
+RETRY = RetryPolicy(attempts=2, initial_wait_s=0.01, max_wait_s=60.0, timeout_s=1.0)
+
+
+def replay(db, judge: str, **fields):
+    """Run the judge flow with the replay judge `recorded:<judge>` reading `db`."""
+    return judge_flow(judge_options(f"recorded:{judge}@{db}", "vicuna80", retry=RETRY, **fields), str(db),
+                      progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +65,9 @@ def test_spec_parses_and_keeps_the_db_out_of_the_judge_id():
 
 
 def test_replaying_a_full_plan_reproduces_the_recorded_scores(prefect_harness, db):
-    out = judge_flow(judge=f"recorded:prd:gpt4@{db}", dataset="vicuna80", db=str(db), samples_per_order=1,
-                     prompts=20, **FAST)
-    assert out.judge == "recorded:prd:gpt4" and out.left["calls"] == 0 and out.spent_usd == 0.0
-    assert out.stats["ok"] == out.plan["calls"] == 20 * 20 and out.stats["errors"] == 0
+    out = replay(db, "prd:gpt4", samples_per_order=1, prompts=20)
+    assert out.judge == "recorded:prd:gpt4" and out.left.calls == 0 and out.spent_usd == 0.0
+    assert out.stats.ok == out.plan.calls == 20 * 20 and out.stats.errors == 0
     replayed = rows(db, "recorded:prd:gpt4")
     original = {(p, a, b, k): s for p, a, b, k, _, s, _ in rows(db, "prd:gpt4")}
     assert len(replayed) == 400 and all(original[p, a, b, k] == s for p, a, b, k, _, s, _ in replayed)
@@ -75,21 +82,18 @@ def test_replaying_a_full_plan_reproduces_the_recorded_scores(prefect_harness, d
 
 
 def test_max_calls_caps_and_a_rerun_continues(prefect_harness, db):
-    spec = f"recorded:prd:claude@{db}"
-    first = judge_flow(judge=spec, dataset="vicuna80", db=str(db), samples_per_order=1, prompts=5, max_calls=37,
-                       **FAST)
-    assert first.stopped_by == "max-calls" and first.stats["ok"] == 37 and len(rows(db, "recorded:prd:claude")) == 37
-    second = judge_flow(judge=spec, dataset="vicuna80", db=str(db), samples_per_order=1, prompts=5, **FAST)
-    assert second.stats["ok"] == 100 - 37 and second.left["calls"] == 0
+    first = replay(db, "prd:claude", samples_per_order=1, prompts=5, max_calls=37)
+    assert first.stopped_by == "max-calls" and first.stats.ok == 37 and len(rows(db, "recorded:prd:claude")) == 37
+    second = replay(db, "prd:claude", samples_per_order=1, prompts=5)
+    assert second.stats.ok == 100 - 37 and second.left.calls == 0
     original = {(p, a, b, k): s for p, a, b, k, _, s, _ in rows(db, "prd:claude")}
     assert all(original[p, a, b, k] == s for p, a, b, k, _, s, _ in rows(db, "recorded:prd:claude"))
 
 
 def test_missing_recorded_samples_are_errors_not_ties(prefect_harness, db):
-    out = judge_flow(judge=f"recorded:prd:gpt4@{db}", dataset="vicuna80", db=str(db), samples_per_order=2,
-                     prompts=1, **FAST)
+    out = replay(db, "prd:gpt4", samples_per_order=2, prompts=1)
     got = rows(db, "recorded:prd:gpt4")
-    assert out.stats["ok"] == 20 and out.stats["errors"] == 20  # sample 1 was never recorded
+    assert out.stats.ok == 20 and out.stats.errors == 20  # sample 1 was never recorded
     errors = [r for r in got if r[4] == "error"]
     assert {r[3] for r in errors} == {1} and all(r[5] is None and "recorded 1 sample" in r[6] for r in errors)
 
@@ -116,8 +120,8 @@ def test_accounting_counts_calls_and_tokens(db):
     assert provider.calls == 3
 
 
-@pytest.mark.parametrize("options", [dict(batch=True), dict(runner="dask")])
-def test_replay_refuses_batch_and_dask(prefect_harness, db, options):
+@pytest.mark.parametrize("runner", [RunnerOptions(batch=True), RunnerOptions(runner="dask")])
+def test_replay_refuses_batch_and_dask(prefect_harness, db, runner):
     with pytest.raises(ValueError, match="replays stored judgments from this process; it cannot be combined"):
-        judge_flow(judge=f"recorded:prd:gpt4@{db}", dataset="vicuna80", db=str(db), **options, **FAST)
+        replay(db, "prd:gpt4", runner=runner)
     assert query(db, "SELECT count(*) FROM judgments WHERE judge LIKE 'recorded:%'") == [(0,)]

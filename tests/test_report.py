@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import warehouse
-from flows.cli import app
-from tasks.report import SECTIONS
-from warehouse.judgments import JudgmentRow, insert_judgments
+from eqarena import warehouse
+from eqarena.cli.app import app
+from eqarena.options import BootstrapOptions, RateOptions
+from eqarena.report.render import SECTIONS
+from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
 
 FIGURES = {
     "model-ratings": {"rank-comparison"},
-    "bt": {"bt-intervals"},
+    "model-intervals": {"bt-intervals"},
     "intervals": {"equilibrium-intervals", "rank-probabilities"},
     "support": {"support"},
     "payoffs": {"payoff-heatmaps"},
@@ -86,8 +87,8 @@ class ReportParser(HTMLParser):
 def rated(prefect_harness, tmp_path_factory):
     """A synthetic 12-prompt x 4-model warehouse with one incomplete prompt, rated by every method
     (drop-prompts), then reported."""
-    from flows.rate import rate_flow
-    from flows.report import report_flow
+    from eqarena.flows.rate import rate_flow
+    from eqarena.flows.report import report_flow
 
     tmp = tmp_path_factory.mktemp("report")
     db = str(tmp / "w.duckdb")
@@ -111,8 +112,9 @@ def rated(prefect_harness, tmp_path_factory):
     rows.append(JudgmentRow("judge-x", "t", "syn", "1", "alpha-1", "gamma", 9, "unparsed", raw_text="??"))
     insert_judgments(con, rows)
     con.close()
-    result = rate_flow(db=db, dataset="syn", judges=["judge-x"], missing="drop-prompts", bootstrap=20)
-    path = report_flow(db=db, run_id=None, out_dir=str(tmp / "out"))
+    result = rate_flow(RateOptions(dataset="syn", judges=["judge-x"], missing="drop-prompts",
+                                   bootstrap=BootstrapOptions(replicates=20)), db)
+    path = report_flow(None, str(tmp / "out"), db)
     return db, result, Path(path)
 
 
@@ -165,7 +167,7 @@ def test_tables_match_the_warehouse(rated):
     for method in ("bt", "ne", "cce", "ne-shannon", "cce-shannon"):
         assert f"{method} rank" in header and f"{method} rating" in header
     bt = _ratings(db, result.run_id, "bt")
-    bt_cells = report.sections["bt"]["cells"]
+    bt_cells = report.sections["model-intervals"]["cells"]
     assert [bt_cells[bt_cells.index(name) + 1] for name, _, _ in bt] == [str(rank) for _, rank, _ in bt]
     diagnostics = report.sections["diagnostics"]["cells"]
     con = warehouse.connect(db, read_only=True)

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from solvers import (
+from eqarena.solvers import (
     NormalFormGame,
     chicken,
     deviation_gains,
@@ -16,8 +16,8 @@ from solvers import (
     koth_game,
     synthetic_king_tensor,
 )
-from solvers.nash import nash
-from solvers.risk import (
+from eqarena.solvers.nash import nash
+from eqarena.solvers.risk import (
     distinct_equilibria,
     diverse_nash,
     prior_payoffs,

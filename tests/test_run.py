@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import warehouse
+from eqarena import warehouse
+
 from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.integration  # subprocesses of the eqarena command
 
 MODELS = {"bard", "claude", "gpt35", "gpt4", "vicuna-13b"}
 METHODS = {"bt", "ne", "cce", "ne-shannon", "cce-shannon"}
@@ -27,7 +30,7 @@ def demo(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="eqarena-demo-prefect-")
     env.pop("EQARENA_DB", None)
-    cmd = [sys.executable, "-c", "from flows.cli import main; main()", "run",
+    cmd = [sys.executable, "-c", "from eqarena.cli import main; main()", "run",
            "--db", str(tmp / "demo.duckdb"), "--out", str(tmp / "out")]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -138,11 +141,13 @@ def test_the_report_shows_exploitability(demo):
 
 
 def test_second_run_pools_all_prd_judges_and_ingests_nothing_new(demo, prefect_harness):
-    from flows.run import run_flow
+    from eqarena.flows.run import run_flow
+    from eqarena.options import AnalysesOptions, BootstrapOptions, MainJobOptions, RateOptions
 
     tmp, _ = demo
-    summary = run_flow(db=str(tmp / "demo.duckdb"), out_dir=str(tmp / "out"), judge="all-prd",
-                       methods=["bt", "ne"], bootstrap=20, analyses=[])
+    options = MainJobOptions(judge="all-prd", out_dir=str(tmp / "out"), analyses=AnalysesOptions(run=()),
+                             rate=RateOptions(methods=("bt", "ne"), bootstrap=BootstrapOptions(replicates=20)))
+    summary = run_flow(options, str(tmp / "demo.duckdb"))
     con = warehouse.connect(tmp / "demo.duckdb", read_only=True)
     try:
         judgments = con.execute("SELECT count(*) FROM judgments").fetchone()[0]

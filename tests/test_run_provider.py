@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-import warehouse
+from eqarena import warehouse
+
 from tests.fake_llm_server import FakeLLMServer, planted_prompt, planted_response
 from tests.ingest_inputs import write_jsonl
 
@@ -36,13 +37,17 @@ def server():
 
 
 def test_run_judges_rates_and_reports_with_a_provider(prefect_harness, tmp_path, server):
-    from flows.run import run_flow
+    from eqarena.flows.run import run_flow
+    from eqarena.options import BootstrapOptions, MainJobOptions, RateOptions
 
     data = _arena_dir(tmp_path / "tiny-arena")
     db, out = str(tmp_path / "w.duckdb"), str(tmp_path / "out")
     spec = f"openai-compatible:judge-model@{server.openai_base_url}"
-    summary = run_flow(db=db, out_dir=out, dataset=str(data), judge=spec, methods=["bt", "ne", "cce"],
-                       samples_per_order=1, bootstrap=20)
+    def options(methods: tuple[str, ...], bootstrap: int) -> MainJobOptions:
+        return MainJobOptions(source=str(data), judge=spec, out_dir=out, samples_per_order=1,
+                              rate=RateOptions(methods=methods, bootstrap=BootstrapOptions(replicates=bootstrap)))
+
+    summary = run_flow(options(("bt", "ne", "cce"), 20), db)
     calls = sum(server.counters.paid_samples.values())
     assert calls == len(PROMPTS) * 3 * 2  # every prompt x ordered pair, one sample each
 
@@ -65,8 +70,7 @@ def test_run_judges_rates_and_reports_with_a_provider(prefect_harness, tmp_path,
     assert set(exploitability) == {"ne", "cce"} and max(exploitability.values()) <= 1e-5
     assert summary.report_path.is_file()
 
-    again = run_flow(db=db, out_dir=out, dataset=str(data), judge=spec, methods=["bt"], samples_per_order=1,
-                     bootstrap=10)
+    again = run_flow(options(("bt",), 10), db)
     assert sum(server.counters.paid_samples.values()) == calls  # nothing judged twice
     assert again.rate_run_id != summary.rate_run_id
     assert again.analyses["risk"] == ["risk analysis skipped: it starts from the run's NE (rate with --methods ne)"]

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from solvers import (
+from eqarena.solvers import (
     Equilibrium,
     KothGame,
     NormalFormGame,
@@ -20,7 +20,7 @@ from solvers import (
     joint_exploitability,
     koth_game,
 )
-from solvers.nash import nash
+from eqarena.solvers.nash import nash
 
 PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOLVER = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from ingest_inputs import write_arena_dir
 
-import warehouse
-from tasks.ingest import read_dataset, write_dataset
-from warehouse.judgments import JudgmentRow, insert_judgments
-from warehouse.status import warehouse_status
+from eqarena import warehouse
+from eqarena.tasks.ingest import read_dataset, write_dataset
+from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
+from eqarena.warehouse.status import warehouse_status
+
+from ingest_inputs import write_arena_dir
 
 
 def ingest_dir(db_path, directory, name):

@@ -7,9 +7,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-import warehouse
-from warehouse.judgments import JudgmentRow, insert_judgments
-from warehouse.tensor import (
+from eqarena import warehouse
+from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
+from eqarena.warehouse.tensor import (
     IncompleteTensorError,
     UnknownJudgeError,
     apply_missing_policy,

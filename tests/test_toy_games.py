@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers import cce, chicken, koth_game, rps, synthetic_king_tensor
-from solvers.nash import nash
+from eqarena.solvers import cce, chicken, koth_game, rps, synthetic_king_tensor
+from eqarena.solvers.nash import nash
 
 
 def test_rps_payoffs_are_the_papers_tables():

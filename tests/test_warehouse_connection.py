@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-import warehouse
+from eqarena import warehouse
 
 
 def test_migrations_apply_once(db_path):
@@ -21,9 +21,10 @@ def test_migrations_apply_once(db_path):
     assert {"prompts", "models", "responses", "judgments", "runs"} <= tables
 
 
+@pytest.mark.integration  # a second process
 def test_second_writer_gets_clear_error(db_path):
     con = warehouse.connect(db_path)
-    code = f"import warehouse; warehouse.connect({str(db_path)!r})"
+    code = f"from eqarena import warehouse; warehouse.connect({str(db_path)!r})"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     con.close()
     assert result.returncode != 0

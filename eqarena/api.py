@@ -1,0 +1,73 @@
+"""eqarena from Python (a notebook, a script): ingest data, rate it, read the ratings back.
+
+    import eqarena
+    eqarena.ingest("vicuna80", db="ratings.duckdb")
+    run = eqarena.rate("vicuna80", db="ratings.duckdb", judges=["prd:gpt4"], bootstrap=50)
+    eqarena.read_ratings("ratings.duckdb", method="ne")        # a polars frame, best model first
+
+`ingest` and `rate` run the same Prefect flows as the command line (with a temporary Prefect API
+when none is configured, started once per process) and store everything in the DuckDB warehouse;
+`read_ratings` only reads it. The solvers work on arrays without any of this: `eqarena.solvers.nash`,
+`eqarena.solvers.cce`, `eqarena.solvers.bradley_terry`, ...
+"""
+
+from __future__ import annotations
+
+from contextlib import closing
+from os import PathLike
+from typing import TYPE_CHECKING, Sequence
+
+from eqarena.options import BootstrapOptions, IngestOptions, MissingPolicy, OrderRule, RateOptions
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from eqarena.flows.rate import RateResult
+    from eqarena.tasks.ingest import IngestSummary
+
+Db = str | PathLike | None
+
+
+def _db(db: Db) -> str | None:
+    return None if db is None else str(db)
+
+
+def ingest(source: str = IngestOptions.source, *, db: Db = None, name: str | None = None,
+           replace: bool = False) -> IngestSummary:
+    """Load a bundled dataset (`vicuna80`, `arena-hard-v0.1`) or an arena-hard directory into the
+    warehouse `db` (default: $EQARENA_DB, else ./eqarena.duckdb); idempotent."""
+    from eqarena.flows.ingest import ingest_flow
+    from eqarena.orchestration.prefect_api import ensure_prefect_api
+
+    ensure_prefect_api()
+    return ingest_flow(IngestOptions(source=source, name=name, replace=replace), _db(db))
+
+
+def rate(dataset: str, *, db: Db = None, judges: Sequence[str] = (), methods: Sequence[str] | None = None,
+         missing: MissingPolicy | str = MissingPolicy.REFUSE, orders: OrderRule | str = OrderRule.BOTH,
+         bootstrap: int = BootstrapOptions.replicates, seed: int = 0) -> RateResult:
+    """Rate the models and prompts of `dataset` from the judgments of `judges` (default: all) by
+    `methods` (names of the method registry; default: its default methods); a new rate run in `db`.
+    Returns its run id, shape and each equilibrium's exploitability; `read_ratings` reads the ratings."""
+    from eqarena.flows.rate import rate_flow
+    from eqarena.orchestration.prefect_api import ensure_prefect_api
+
+    options = RateOptions(dataset=dataset, judges=tuple(judges), methods=None if methods is None else tuple(methods),
+                          missing=missing, orders=orders, bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed))
+    ensure_prefect_api()
+    return rate_flow(options, _db(db))
+
+
+def read_ratings(db: Db = None, run_id: str | None = None, *, method: str | None = None,
+                 player: str = "king") -> pl.DataFrame:
+    """The ratings of rate run `run_id` (default: the latest) as a polars frame: one row per method and
+    action of `player` (king: the models; prompt: the prompts) with rank, rating, equilibrium mass and,
+    where a bootstrap ran, its interval; best first within each method. Reads only."""
+    from eqarena import warehouse
+    from eqarena.warehouse.ratings import latest_rate_run_id, read_rating_table
+
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        run_id = run_id or latest_rate_run_id(con)
+        if run_id is None:
+            raise LookupError("no finished rate run in the warehouse: rate first (eqarena.rate or `eqarena rate`)")
+        return read_rating_table(con, run_id, player, method)

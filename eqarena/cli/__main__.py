@@ -1,0 +1,5 @@
+"""`python -m eqarena.cli ...` runs the command line."""
+
+from eqarena.cli.app import main
+
+main()

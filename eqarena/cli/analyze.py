@@ -1,0 +1,79 @@
+"""`eqarena analyze clones|risk`: the robustness analyses of a rate run, from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from eqarena.cli.output import warehouse_file
+from eqarena.cli.support import DB_HELP, RUN_HELP, cli_errors, db_option, quiet_prefect
+from eqarena.options import CloneOptions, RiskOptions
+
+analyze_app = typer.Typer(
+    help="Robustness analyses of a rate run: adversarial clones (paper Section 4.2) and risk dominance "
+         "(App. F.4). Results go to DuckDB tables and into the run's report.",
+    no_args_is_help=True,
+)
+
+
+def parse_counts(text: str, option: str) -> list[int]:
+    """'0,250,500' -> [0, 250, 500]; ValueError naming the option otherwise."""
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise ValueError(f"{option} takes comma-separated whole numbers, e.g. 0,250,500; got {text!r}") from None
+    if not counts or counts[0] < 0:
+        raise ValueError(f"{option} takes comma-separated whole numbers >= 0; got {text!r}")
+    return counts
+
+
+def _echo_result(result, db: Optional[Path]) -> None:
+    for line in result.summary:
+        typer.echo(line)
+    typer.echo(f"{result.kind} run {result.run_id} (of rate run {result.source_run_id}, {result.seconds:.1f} s) "
+               f"written to {warehouse_file(db)}; `eqarena report --run "
+               f"{result.source_run_id}` shows it")
+
+
+@analyze_app.command("clones")
+@cli_errors(LookupError, ValueError)
+def analyze_clones(
+    run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
+    target: Optional[str] = typer.Option(None, "--target", help="Model the copied prompts are adversarial to "
+                                         "(default: the run's top NE model)."),
+    lam: float = typer.Option(CloneOptions.lam, "--lambda", help="Copies are drawn from softmax(-lambda * the "
+                              "target's mean payoff on each prompt)."),
+    n: str = typer.Option("0,250,500", "--n", help="Numbers of exact copies to add."),
+    n_noisy: str = typer.Option("0,250,500,750,1000", "--n-noisy", help="Numbers of noisy copies to add."),
+    noise: float = typer.Option(0.01, "--noise", min=0.0, help="Noisy copies get Uniform(-noise, noise) payoff noise."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the draw (the same seed gives the same copies)."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """How every method's model ranks move as copies of prompts adversarial to one model are added."""
+    ns_exact, ns_noisy = parse_counts(n, "--n"), parse_counts(n_noisy, "--n-noisy")
+    from eqarena.flows.analyze import clones_flow
+
+    options = CloneOptions(target=target, lam=lam, seed=seed, ns_exact=tuple(ns_exact), ns_noisy=tuple(ns_noisy),
+                           noise=noise)
+    with quiet_prefect():
+        result = clones_flow(options, run, db_option(db))
+    _echo_result(result, db)
+
+
+@analyze_app.command("risk")
+@cli_errors(LookupError, ValueError)
+def analyze_risk(
+    run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
+    equilibria: int = typer.Option(RiskOptions.equilibria, "--equilibria", "-k", min=2, help="Nash equilibria to "
+                                   "search for (equilibrium 0 is the run's selected NE)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the equilibrium search."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Pure Nash equilibria, many mixed ones, and how risky each is when players miscoordinate."""
+    from eqarena.flows.analyze import risk_flow
+
+    with quiet_prefect():
+        result = risk_flow(RiskOptions(equilibria=equilibria, seed=seed), run, db_option(db))
+    _echo_result(result, db)

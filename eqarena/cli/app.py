@@ -1,0 +1,62 @@
+"""The `eqarena` command: one typer app, its commands registered from the modules of this package."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from eqarena.cli import analyze, data, judging, main_job, rating
+from eqarena.cli.support import release_frames
+
+app = typer.Typer(
+    name="eqarena",
+    help="Game-theoretic ratings of LLMs and prompts from pairwise LLM-judge evaluations.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"eqarena {version('eqarena')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Game-theoretic ratings of LLMs and prompts from pairwise LLM-judge evaluations."""
+    # Prefect reads these when first imported (inside the commands): without a Prefect server it starts
+    # a temporary local one, which may take long on a busy machine; it must never phone home.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+app.command()(data.ingest)
+app.command(name="import", help=data.IMPORT_HELP)(data.import_data)
+app.command()(data.status)
+app.command()(rating.rate)
+app.command()(rating.report)
+app.command()(rating.methods)
+app.command("run")(main_job.run)
+app.command("refresh")(main_job.refresh)
+app.command("serve")(main_job.serve)
+app.command("judge")(judging.judge)
+app.add_typer(analyze.analyze_app, name="analyze")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except BaseException as exc:  # an unexpected error: its traceback, then nothing else
+        release_frames(exc)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""`eqarena ingest`, `eqarena import` and `eqarena status`: data into the warehouse, and what it holds."""
+
+from __future__ import annotations
+
+import json
+from contextlib import closing
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from eqarena.cli.output import print_changes, warehouse_file
+from eqarena.cli.support import DB_HELP, SOURCE_HELP, cli_errors, db_option, options_errors, quiet_prefect
+from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions
+
+
+@cli_errors()
+def ingest(
+    source: str = typer.Option(DEFAULT_DATASET, "--dataset", "-d", help=SOURCE_HELP),
+    replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
+    name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the bundle's name or "
+                                       "the directory's name)."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Load prompts, answers (and recorded judgments) into the warehouse; idempotent, one transaction."""
+    from eqarena.flows.ingest import ingest_flow
+
+    with quiet_prefect():
+        summary = ingest_flow(IngestOptions(source=source, name=name, replace=replace), db_option(db))
+    print_changes("ingest", summary)
+
+
+IMPORT_HELP = """Import judgments or scores made elsewhere (idempotent, one transaction; a bad row
+stops the import at its file:line and writes nothing).
+
+FORMAT is one of:
+
+- arena-hard-auto: model_judgment/<judge>/<model>.jsonl files (a file, a judge folder or model_judgment/);
+  both games against the baseline, verdict labels A>>B ... B>>A, judge arena-hard-auto:<judge>.
+
+- battles: Chatbot-Arena battle logs (JSON, JSONL, CSV, Parquet): model_a, model_b, winner, optional
+  question_id and turn.
+
+- pairwise: a long table (CSV, TSV, Parquet, JSONL, JSON): prompt_id, model_a, model_b, score in [-1, 1]
+  or verdict, optional judge, sample, prompt_text.
+
+- scores: per-prompt scores, long (prompt_id, model, score) or wide (prompt_id + a column per model);
+  payoff of a over b = clip((s_a - s_b) / scale, -1, 1) (--payoff sign: who scored higher).
+
+Then rate as usual, e.g. `eqarena rate --dataset NAME --missing impute` when pairs are sparse."""
+
+
+@cli_errors()
+def import_data(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="arena-hard-auto | battles | pairwise | scores"),
+    paths: list[Path] = typer.Argument(..., metavar="PATH...", help="Files (or, for arena-hard-auto, folders)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Dataset name (default: the folder "
+                                          "above model_judgment/ for arena-hard-auto, else the first file's name)."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Judge id for battles, pairwise rows without a "
+                                        "judge column, and scores (default: <format>:<file name>)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="arena-hard-auto v0.1 files: the baseline "
+                                           "model (default gpt-4-0314; v2.0 files name it)."),
+    payoff: str = typer.Option("clip-diff", "--payoff", help="scores: clip-diff or sign."),
+    scale: float = typer.Option(1.0, "--scale", help="scores: the score gap that counts as decisive "
+                                "(e.g. 100 for percentages)."),
+    replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    with options_errors():
+        if fmt not in tuple(ImportFormat):
+            raise ValueError(f"FORMAT must be one of {', '.join(f.value for f in ImportFormat)}; got {fmt!r}")
+        options = ImportOptions(fmt=fmt, paths=tuple(str(p) for p in paths), dataset=dataset, judge=judge,
+                                baseline=baseline, payoff=payoff, scale=scale, replace=replace)
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise FileNotFoundError(f"{missing[0]}: no such file or directory")
+    from eqarena.flows.importing import import_flow
+
+    with quiet_prefect():
+        result = import_flow(options, db_option(db))
+    for note in result.notes:
+        typer.secho(f"note: {note}", fg="yellow", err=True)
+    print_changes("import", result.summary)
+    typer.echo(f"judges: {', '.join(result.judges)}")
+
+
+@cli_errors()
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Counts of prompts, models, responses and judgments, and each judge's coverage (the share of
+    prompt x ordered-model-pair cells with an ok judgment, over the datasets the judge covers)."""
+    from eqarena import warehouse
+    from eqarena.warehouse.status import warehouse_status
+
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        found = warehouse_status(con)
+    if as_json:
+        typer.echo(json.dumps(found.as_json()))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    totals = Table(title=f"warehouse {warehouse_file(db)}")
+    for column in ("dataset", "prompts", "models", "responses", "judgments"):
+        totals.add_column(column, justify="left" if column == "dataset" else "right")
+    for d in found.datasets:
+        totals.add_row(d.dataset, f"{d.prompts:,}", f"{d.models:,}", f"{d.responses:,}", f"{d.judgments:,}")
+    totals.add_row("all", f"{found.prompts:,}", f"{found.models:,}", f"{found.responses:,}",
+                   f"{sum(j.judgments for j in found.judges):,}", style="bold")
+    console.print(totals)
+    judges = Table(title="judges")
+    for column in ("judge", "judgments", "ok", "complete cells", "coverage"):
+        judges.add_column(column, justify="left" if column == "judge" else "right")
+    for j in found.judges:
+        judges.add_row(j.judge, f"{j.judgments:,}", f"{j.ok:,}", f"{j.complete_cells:,} / {j.cells:,}",
+                       f"{j.coverage:.1%}")
+    console.print(judges if found.judges else "no judgments yet")

@@ -1,0 +1,158 @@
+"""`eqarena judge`: judge the missing cells with an LLM judge (plan, caps, limits, runners, adaptive)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from eqarena.cli.output import print_plan
+from eqarena.cli.support import (
+    DATASET_HELP,
+    DB_HELP,
+    checked_dataset,
+    cli_errors,
+    db_option,
+    options_errors,
+    quiet_prefect,
+    split_list,
+)
+from eqarena.options import (
+    AdaptiveOptions,
+    GenerationOptions,
+    JudgeOptions,
+    RetryPolicy,
+    RunLimits,
+    RunnerOptions,
+    SpendCaps,
+)
+
+ADAPTIVE = AdaptiveOptions()
+
+
+@cli_errors(LookupError, ValueError, RuntimeError)
+def judge(
+    judge: str = typer.Option(..., "--judge", "-j", help="openai:MODEL, gemini:MODEL or "
+                              "openai-compatible:MODEL@BASE_URL (keys from OPENAI_API_KEY / GEMINI_API_KEY)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
+    models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: every "
+                                         "model with answers in the dataset)."),
+    prompts: Optional[int] = typer.Option(None, "--prompts", min=1, help="Judge the first N prompts."),
+    samples_per_order: int = typer.Option(4, "--samples-per-order", min=1, help="Samples with each model "
+                                          "as assistant A (paper: 4)."),
+    template: str = typer.Option("pairwise5", "--template", help="pairwise5 (five labels, default), "
+                                 "pairwise3 (three classes) or the path of a template file."),
+    plan: bool = typer.Option(False, "--plan", help="Print the calls, tokens and cost it would take; send nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan (or the run's outcome) as JSON."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, help="Stop before spending more USD."),
+    max_calls: Optional[int] = typer.Option(None, "--max-calls", min=0, help="Stop after this many judge calls."),
+    concurrency: int = typer.Option(RunLimits.concurrency, "--concurrency", min=1, help="Requests in flight at most."),
+    rpm: Optional[float] = typer.Option(None, "--rpm", help="Requests per minute at most."),
+    tpm: Optional[float] = typer.Option(None, "--tpm", help="Tokens per minute at most (estimated)."),
+    batch: bool = typer.Option(False, "--batch", help="Use the OpenAI Batch API (half price, up to 24 h); "
+                               "resumable."),
+    multi_sample: Optional[bool] = typer.Option(None, "--multi-sample/--single-sample", help="Ask for all "
+                                                "samples of a cell in one request (n / candidate_count). "
+                                                "Default: on for openai and gemini, off otherwise."),
+    max_unparsed: Optional[int] = typer.Option(None, "--max-unparsed", min=0, help="Unparseable verdicts per "
+                                               "ordered cell before giving up on it (default: samples per order)."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Output tokens per sample at most."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help="Sampling temperature."),
+    retries: int = typer.Option(RetryPolicy.attempts, "--retries", min=1, help="Attempts per request, the first "
+                                "included."),
+    retry_wait: float = typer.Option(RetryPolicy.initial_wait_s, "--retry-wait", min=0, help="First backoff in "
+                                     "seconds when the server sends no Retry-After."),
+    timeout: float = typer.Option(RetryPolicy.timeout_s, "--timeout", min=0.01, help="Seconds per attempt."),
+    prices: Optional[Path] = typer.Option(None, "--prices", help="TOML price file overriding "
+                                          "eqarena/judge/prices.toml."),
+    batch_poll: float = typer.Option(RunnerOptions.batch_poll_s, "--batch-poll", min=0, help="Seconds between "
+                                     "batch status checks."),
+    runner: str = typer.Option("asyncio", "--runner", help="asyncio (default): calls from this process; dask: "
+                               "calls on Dask workers (prefect-dask), still one --rpm/--tpm limit for the whole "
+                               "run, rows written by this process."),
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="--runner dask: the scheduler of an "
+                                               "existing Dask cluster (tcp://HOST:PORT); its workers need the "
+                                               "API key in their own environment. Default: a local cluster."),
+    dask_workers: int = typer.Option(RunnerOptions.dask_workers, "--dask-workers", min=1, help="--runner dask "
+                                     "without --dask-address: worker processes of the local cluster."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    adaptive: bool = typer.Option(False, "--adaptive", help="Judge adaptively: a small random design, then "
+                                  "batches of the cells that matter most for the NE ranking, until every adjacent "
+                                  "pair is ordered (or tied within --indifference) with --stop-probability, or "
+                                  "--max-calls is reached."),
+    batch_calls: int = typer.Option(ADAPTIVE.batch_calls, "--batch-calls", min=2, help="--adaptive: judge calls "
+                                    "per round (--samples-per-order caps the samples of each cell and order)."),
+    stop_probability: float = typer.Option(ADAPTIVE.stop_probability, "--stop-probability", min=0.0, max=1.0,
+                                           help="--adaptive: stop when every adjacent pair of the NE ranking is "
+                                           "settled with this probability."),
+    indifference: float = typer.Option(ADAPTIVE.indifference, "--indifference", min=0.0, help="--adaptive: two "
+                                       "models whose NE ratings differ by at most this need not be ordered to stop."),
+    explore: float = typer.Option(ADAPTIVE.explore, "--explore", min=0.0, max=1.0, help="--adaptive: share of each "
+                                  "batch drawn uniformly at random; the rest goes to the cells of highest priority."),
+    seed: int = typer.Option(ADAPTIVE.seed, "--seed", help="--adaptive: seed of the design, the replicates and "
+                             "tie-breaks."),
+) -> None:
+    """Judge the missing (prompt, model pair, order, sample) cells with an LLM judge; resumable."""
+    from eqarena.judge.providers import parse_judge_spec
+
+    spec = parse_judge_spec(judge)  # a malformed spec fails first
+    if spec.provider == "recorded" and spec.base_url is None and db is not None:
+        judge = f"{judge}@{db}"  # the replay judge reads its recording from the same warehouse
+    with options_errors():
+        options = JudgeOptions(
+            judge=judge, dataset=None, models=tuple(split_list([models])) or None, prompts=prompts,
+            samples_per_order=samples_per_order, template=template, max_unparsed=max_unparsed,
+            multi_sample=multi_sample, prices=str(prices) if prices else None,
+            generation=GenerationOptions(max_tokens=max_tokens, temperature=temperature),
+            limits=RunLimits(concurrency=concurrency, rpm=rpm, tpm=tpm),
+            retry=RetryPolicy(attempts=retries, initial_wait_s=retry_wait, max_wait_s=max(retry_wait, 60.0),
+                              timeout_s=timeout),
+            caps=SpendCaps(max_cost=max_cost, max_calls=max_calls),
+            runner=RunnerOptions(runner=runner, dask_address=dask_address, dask_workers=dask_workers, batch=batch,
+                                 batch_poll_s=batch_poll),
+            adaptive=AdaptiveOptions(batch_calls=batch_calls, stop_probability=stop_probability,
+                                     indifference=indifference, explore=explore, seed=seed) if adaptive else None)
+    options = replace(options, dataset=checked_dataset(dataset, db))
+    if options.adaptive is not None and not plan:
+        _judge_adaptively(options, db, as_json)
+    elif plan:  # only reads the warehouse: no Prefect, no provider SDK
+        from eqarena.tasks.judge_plan import plan_judge_run
+
+        outcome = plan_judge_run(options, db_option(db))
+        typer.echo(json.dumps(asdict(outcome.plan), indent=2)) if as_json else print_plan(outcome.plan)
+    else:
+        from eqarena.flows.judge import judge_flow
+
+        with quiet_prefect():
+            outcome = judge_flow(options, db_option(db), progress=sys.stderr.isatty() and not as_json)
+        if as_json:
+            typer.echo(json.dumps(_outcome_json(outcome), indent=2))
+            return
+        print_plan(outcome.plan)
+        typer.echo(outcome.message)
+        if outcome.run_id:
+            typer.echo(f"run {outcome.run_id}")
+
+
+def _outcome_json(outcome) -> dict:
+    """A judge run's outcome as `--json` prints it (the stats with their sample total)."""
+    out = asdict(outcome)
+    out["stats"]["samples"] = outcome.stats.samples
+    return out
+
+
+def _judge_adaptively(options: JudgeOptions, db: Optional[Path], as_json: bool) -> None:
+    from eqarena.flows.judge_adaptive import adaptive_judge_flow
+
+    with quiet_prefect():
+        result = adaptive_judge_flow(options, db_option(db))
+    if as_json:
+        typer.echo(json.dumps(asdict(result), indent=2))
+        return
+    typer.echo(f"{result.judge} on {options.dataset}: NE ranking {' > '.join(result.ranking)}")
+    typer.echo(result.message)
+    typer.echo(f"run {result.run_id}")

@@ -1,0 +1,171 @@
+"""`eqarena run`, `eqarena refresh` and `eqarena serve`: the main job (ingest → judge → rate → analyses
+→ report), once, incrementally, or on a schedule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from eqarena.cli.output import print_model_ratings
+from eqarena.cli.rating import rate_options
+from eqarena.cli.support import (
+    BOOTSTRAP_HELP,
+    DB_HELP,
+    METHODS_HELP,
+    MISSING_HELP,
+    OUT_HELP,
+    cli_errors,
+    db_option,
+    options_errors,
+    quiet_prefect,
+    split_list,
+)
+from eqarena.options import (
+    DEFAULT_DATASET,
+    DEFAULT_JUDGE,
+    DEFAULT_OUT_DIR,
+    AnalysesOptions,
+    BootstrapOptions,
+    MainJobOptions,
+    as_parameters,
+)
+
+OUT = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP)
+SOURCE = typer.Option(DEFAULT_DATASET, "--dataset", "-d", help="Bundled dataset name or directory.")
+JUDGE = typer.Option(DEFAULT_JUDGE, "--judge", "-j", help="prd:<judge> or all-prd (recorded PRD judgments, no "
+                     "API calls), or a provider spec such as openai:MODEL (judges missing cells only).")
+METHODS = typer.Option(None, "--methods", "-m", help=METHODS_HELP)
+MISSING = typer.Option("refuse", "--missing", help=MISSING_HELP)
+BOOTSTRAP = typer.Option(BootstrapOptions.replicates, "--bootstrap", min=0, help=BOOTSTRAP_HELP)
+SAMPLES = typer.Option(4, "--samples-per-order", min=1, help="Provider judge only: samples with each model as "
+                       "assistant A (paper: 4 + 4).")
+MAX_COST = typer.Option(None, "--max-cost", help="Provider judge only: stop judging at this many USD.")
+ANALYSES = typer.Option("clones,risk", "--analyses", help="Robustness analyses of new ratings, comma-separated: "
+                        "clones (adversarial prompt copies), risk (risk dominance among many Nash equilibria), "
+                        "or none. See `eqarena analyze --help`.")
+YES = typer.Option(False, "--yes", "-y", help="Provider judge only: judge even when the plan's estimated cost is "
+                   "above $1 and no --max-cost caps it (the plan is printed first either way).")
+
+
+def main_job_options(source: str, judge: str, out: Path, methods: Optional[str], missing: str, bootstrap: int,
+                     samples_per_order: int, max_cost: Optional[float], analyses: str, yes: bool) -> MainJobOptions:
+    """MainJobOptions from the flags, checked before any work starts (one-line error, exit 1)."""
+    rate = rate_options(methods, missing, bootstrap=bootstrap)
+    with options_errors():
+        kinds = [a.lower() for a in split_list([analyses]) if a.lower() != "none"]
+        return MainJobOptions(source=source, judge=judge, out_dir=str(out), rate=rate,
+                              analyses=AnalysesOptions(run=tuple(kinds)), samples_per_order=samples_per_order,
+                              max_cost=max_cost, yes=yes)
+
+
+def main_job_errors() -> tuple[type[BaseException], ...]:
+    """The errors a main-job command reports as one line (bad input, a refused spend, a busy warehouse)."""
+    from eqarena.judge.inputs import PlanError
+    from eqarena.judge.pricing import PriceError
+    from eqarena.judge.providers import FatalProviderError, JudgeSpecError
+    from eqarena.judge.setup import SpendNotConfirmed
+    from eqarena.judge.templates import TemplateError
+    from eqarena.warehouse.tensor import IncompleteTensorError
+    from eqarena.warehouse.writer_lock import WarehouseBusyError
+
+    return (IncompleteTensorError, LookupError, JudgeSpecError, PriceError, PlanError, TemplateError,
+            FatalProviderError, SpendNotConfirmed, WarehouseBusyError)
+
+
+@cli_errors()
+def run(
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    out: Path = OUT,
+    dataset: str = SOURCE,
+    judge: str = JUDGE,
+    methods: Optional[str] = METHODS,
+    missing: str = MISSING,
+    bootstrap: int = BOOTSTRAP,
+    samples_per_order: int = SAMPLES,
+    max_cost: Optional[float] = MAX_COST,
+    analyses: str = ANALYSES,
+    yes: bool = YES,
+) -> None:
+    """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
+    options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
+                               analyses, yes)
+    from eqarena.flows.run import run_flow  # after the checks: a bad flag fails without loading Prefect
+
+    with cli_errors(*main_job_errors()), quiet_prefect():
+        summary = run_flow(options, db_option(db))
+    print_model_ratings(db, summary.rate_run_id)
+    for lines in summary.analyses.values():
+        for line in lines:
+            typer.echo(line)
+    typer.echo(f"tensor: {summary.dropped}")
+    typer.echo(f"DuckDB warehouse: {summary.db_path}  (e.g. SELECT * FROM latest_model_ratings)")
+    typer.echo(f"HTML report:      {summary.report_path}")
+
+
+@cli_errors()
+def refresh(
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    out: Path = OUT,
+    dataset: str = SOURCE,
+    judge: str = JUDGE,
+    methods: Optional[str] = METHODS,
+    missing: str = MISSING,
+    bootstrap: int = BOOTSTRAP,
+    samples_per_order: int = SAMPLES,
+    max_cost: Optional[float] = MAX_COST,
+    analyses: str = ANALYSES,
+    wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to wait for another run writing the "
+                               "warehouse before giving up with 'warehouse busy' (default: do not wait)."),
+    yes: bool = YES,
+) -> None:
+    """The main job, incrementally: only new prompts, models and missing judge cells are judged; ratings,
+    analyses and the report are recomputed only when their inputs changed. For schedules (see `serve`)."""
+    options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
+                               analyses, yes)
+    from eqarena.flows.refresh import refresh_flow  # after the checks: a bad flag fails without loading Prefect
+
+    with cli_errors(*main_job_errors()), quiet_prefect():
+        summary = refresh_flow(options, db_option(db), wait)
+    if summary.new_rate_run:  # read while the refresh held the warehouse: another run may write it now
+        print_model_ratings(db, summary.rate_run_id, summary.model_ratings)
+    typer.echo(summary.line())
+
+
+@cli_errors()
+def serve(
+    cron: str = typer.Option("0 3 * * *", "--cron", help="When to refresh (cron syntax, UTC), e.g. '0 3 * * *' "
+                             "for 03:00 every night."),
+    name: str = typer.Option("eqarena-refresh", "--name", help="Deployment name (trigger it with `prefect "
+                             "deployment run 'refresh/NAME'`)."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    out: Path = OUT,
+    dataset: str = SOURCE,
+    judge: str = JUDGE,
+    methods: Optional[str] = METHODS,
+    bootstrap: int = BOOTSTRAP,
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Provider judge only: USD cap per run."),
+    analyses: str = typer.Option("clones,risk", "--analyses", help="Analyses of a new rate run (clones, risk "
+                                 "or none)."),
+) -> None:
+    """Serve `refresh` as a Prefect deployment on this machine: runs on the --cron schedule and whenever it
+    is triggered from the Prefect UI or `prefect deployment run`; until stopped (Ctrl-C). Point
+    PREFECT_API_URL at a Prefect server (`prefect server start`) to keep runs, logs and schedules in its UI."""
+    from prefect.client.schemas.schedules import CronSchedule
+
+    from eqarena.flows.refresh import refresh_flow
+    from eqarena.orchestration.prefect_api import TemporaryApiError, ensure_prefect_api
+
+    options = main_job_options(dataset, judge, out, methods, "refuse", bootstrap, 4, max_cost, analyses, False)
+    with options_errors():
+        try:
+            CronSchedule(cron=cron)
+        except ValueError:
+            raise ValueError(f"--cron {cron!r} is not a cron expression (e.g. '0 3 * * *')") from None
+    with cli_errors(TemporaryApiError):
+        if ensure_prefect_api():
+            typer.echo("no PREFECT_API_URL: serving with a temporary Prefect API that stops with this command "
+                       "(start `prefect server start` and set PREFECT_API_URL to keep runs and a UI)", err=True)
+    refresh_flow.serve(name=name, cron=cron, parameters={"options": as_parameters(options), "db": db_option(db)},
+                       description=f"eqarena refresh of {dataset} by {judge}, scheduled '{cron}' (UTC)")

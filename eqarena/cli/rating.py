@@ -1,0 +1,87 @@
+"""`eqarena rate`, `eqarena report` and `eqarena methods`: ratings from stored judgments, and their report."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from eqarena.cli.output import print_methods, print_model_ratings, warehouse_file
+from eqarena.cli.support import (
+    BOOTSTRAP_HELP,
+    DATASET_HELP,
+    DB_HELP,
+    METHODS_HELP,
+    MISSING_HELP,
+    ORDERS_HELP,
+    OUT_HELP,
+    RUN_HELP,
+    checked_dataset,
+    cli_errors,
+    db_option,
+    options_errors,
+    quiet_prefect,
+    split_list,
+)
+from eqarena.options import DEFAULT_OUT_DIR, BootstrapOptions, RateOptions
+
+
+def rate_options(methods: Optional[str], missing: str, orders: str = "both", bootstrap: int = 200, seed: int = 0,
+                 judges: Optional[list[str]] = None, dataset: Optional[str] = None) -> RateOptions:
+    """RateOptions from the flags, checked before any work starts (one-line error, exit 1)."""
+    from eqarena.methods import parse_methods
+
+    with options_errors():
+        return RateOptions(dataset=dataset, judges=tuple(split_list(judges)),
+                           methods=parse_methods(methods) if methods else None, missing=missing, orders=orders,
+                           bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed))
+
+
+@cli_errors()
+def rate(
+    judge: Optional[list[str]] = typer.Option(None, "--judge", "-j", help="Judge id(s) to pool, repeatable "
+                                              "(e.g. prd:gpt4; all-prd = the five PRD judges). Default: every "
+                                              "judge with judgments on the dataset."),
+    methods: Optional[str] = typer.Option(None, "--methods", "-m", help=METHODS_HELP),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
+    missing: str = typer.Option("refuse", "--missing", help=MISSING_HELP),
+    bootstrap: int = typer.Option(BootstrapOptions.replicates, "--bootstrap", min=0, help=BOOTSTRAP_HELP),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    orders: str = typer.Option("both", "--orders", help=ORDERS_HELP),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
+    options = rate_options(methods, missing, orders, bootstrap, seed, judge)
+    options = replace(options, dataset=checked_dataset(dataset, db))
+    from eqarena.flows.rate import rate_flow  # after the checks: a bad flag fails without loading Prefect
+    from eqarena.warehouse.tensor import IncompleteTensorError
+
+    with cli_errors(IncompleteTensorError, LookupError), quiet_prefect():
+        result = rate_flow(options, db_option(db))
+    typer.echo(f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
+               f"{result.dropped}")
+    print_model_ratings(db, result.run_id)
+    for method, value in result.exploitability.items():
+        typer.echo(f"{method}: exploitability {value:.2e}")
+    typer.echo(f"run {result.run_id} written to {warehouse_file(db)}")
+
+
+@cli_errors(LookupError)
+def report(
+    run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
+    out: Path = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Write one self-contained HTML report of a rate run."""
+    from eqarena.flows.report import report_flow
+
+    with quiet_prefect():
+        path = report_flow(run, str(out), db_option(db))
+    typer.echo(f"report: {Path(path).resolve()}")
+
+
+def methods() -> None:
+    """List the rating methods `--methods` takes (the method registry)."""
+    print_methods()

@@ -1,0 +1,136 @@
+"""What every `eqarena` command shares: one-line error exits, quiet Prefect logging, common help texts."""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import logging
+import traceback
+from contextlib import contextmanager
+from typing import Iterator
+
+import typer
+
+from eqarena.datasets.records import DatasetError
+from eqarena.warehouse.connection import WarehouseInUseError
+
+DB_HELP = "DuckDB warehouse file (default: $EQARENA_DB, else eqarena.duckdb)."
+
+# Errors a user can fix (bad input, a busy or missing database): shown as one line on stderr, exit 1.
+KNOWN_ERRORS: tuple[type[BaseException], ...] = (WarehouseInUseError, DatasetError, FileNotFoundError)
+
+
+@contextmanager
+def cli_errors(*extra: type[BaseException]) -> Iterator[None]:
+    """Turn KNOWN_ERRORS (and `extra`) into `error: <message>` on stderr and exit code 1, without a
+    traceback. Use as a decorator under @app.command() or as a `with` block."""
+    try:
+        yield
+    except typer.Exit:  # an inner cli_errors already reported (click's Exit is a RuntimeError)
+        raise
+    except (*KNOWN_ERRORS, *extra) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        release_frames(exc)
+        raise typer.Exit(1) from None
+
+
+def release_frames(exc: BaseException) -> None:
+    """Free what the failed call's frames hold (DuckDB connections among them). Prefect keeps a failed
+    run's exception, and with it every frame of its traceback: a connection still alive at interpreter
+    exit makes DuckDB's bindings print a page of "leaked instance" warnings after the error message."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
+    gc.collect()
+
+
+class _NotPrefect(logging.Filter):
+    """Lets every record through but Prefect's own (run states, tracebacks of failed tasks)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.name.startswith("prefect")
+
+
+_NOT_PREFECT = _NotPrefect()
+
+
+@contextmanager
+def quiet_prefect() -> Iterator[None]:
+    """Keep Prefect's console output (run states, tracebacks of failed tasks) off the terminal while a
+    flow runs from the command line: the command prints its own summary or one-line error. Warnings of
+    other libraries (JAX, DuckDB, ...) still reach the terminal. Flow-run logs still reach the Prefect
+    API (its handler is not the console's), so the UI shows them. Flows report to the configured
+    Prefect API, else to a temporary one that stops with the command (eqarena/orchestration/prefect_api.py)."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    from eqarena.orchestration.prefect_api import TemporaryApiError, ensure_prefect_api
+
+    consoles = [h for h in logging.getLogger().handlers if isinstance(h, PrefectConsoleHandler)]
+    before = [h.level for h in consoles]
+    for handler in consoles:
+        handler.addFilter(_NOT_PREFECT)
+        handler.setLevel(max(handler.level, logging.WARNING))
+    try:
+        with cli_errors(TemporaryApiError):
+            ensure_prefect_api()
+        yield
+    finally:
+        for handler, old_level in zip(consoles, before):
+            handler.removeFilter(_NOT_PREFECT)
+            handler.setLevel(old_level)
+            # Prefect reports from its exit handlers too (a temporary server stopping); atexit runs
+            # handlers last-in first-out, so this one silences them first.
+            atexit.register(handler.addFilter, _NOT_PREFECT)
+
+
+DATASET_HELP = "Dataset name in the warehouse (default: its only dataset, if it holds exactly one)."
+SOURCE_HELP = ("A bundled dataset (vicuna80, arena-hard-v0.1) or a directory: arena-hard layout (question.jsonl + "
+               "model_answer/*.jsonl, new or old layout) or a bundle (dataset.json).")
+METHODS_HELP = ("Comma-separated names of the method registry (`eqarena methods` lists them): bt (Bradley-Terry), "
+                "ne, cce (affinity-entropy selected NE / CCE), ne-shannon, cce-shannon (uniform target). "
+                "Default: its default methods.")
+MISSING_HELP = ("What to do with an incomplete tensor: refuse (default), drop-prompts (drop prompts with a missing "
+                "cell), drop-models (drop the models in most missing cells until complete) or impute (fill each "
+                "missing cell with the pair's prompt-wise Bradley-Terry prediction; the report shows how much of "
+                "each rating rests on imputed cells).")
+BOOTSTRAP_HELP = ("Bootstrap resamples (seeded by --seed): Bradley-Terry intervals and, for every equilibrium "
+                  "method, rating intervals and rank / top-1 / top-3 probabilities over prompts and over judge "
+                  "samples (tables rating_intervals, rank_probabilities); 0 turns them off.")
+ORDERS_HELP = ("both: a (prompt, pair) cell needs judgments with each model shown first (position balance); any: "
+               "one order is enough (battle logs, whose positions were randomised).")
+RUN_HELP = "Rate run id (default: the latest finished one)."
+OUT_HELP = "Directory of the HTML report."
+
+
+def db_option(db) -> str | None:
+    """The --db value as flows take it."""
+    return str(db) if db else None
+
+
+def checked_dataset(dataset: str | None, db) -> str:
+    """`dataset` once the warehouse is seen to hold it, or with none given, the warehouse's only
+    dataset (said on stderr): a wrong name fails here, before any flow starts."""
+    from contextlib import closing
+
+    from eqarena import warehouse
+    from eqarena.warehouse.catalog import choose_dataset
+
+    with cli_errors(LookupError), closing(warehouse.connect(db, read_only=True)) as con:
+        name = choose_dataset(con, dataset)
+    if dataset is None:
+        typer.echo(f"dataset: {name} (the only one in the warehouse)", err=True)
+    return name
+
+
+def split_list(values) -> list[str]:
+    """Repeated and comma-separated values ('a,b' 'c') as one list."""
+    return [v.strip() for item in (values or []) if item is not None for v in str(item).split(",") if v.strip()]
+
+
+@contextmanager
+def options_errors() -> Iterator[None]:
+    """Invalid option values (ValueError from the options' checks) as one `error:` line, exit 1."""
+    with cli_errors(ValueError):
+        yield

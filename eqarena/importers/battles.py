@@ -1,0 +1,76 @@
+"""Importing Chatbot-Arena-style battle logs (JSON, JSONL, CSV or Parquet), the rows FastChat's Elo
+analysis reads: `model_a`, `model_b`, `winner` (`model_a`, `model_b`, `tie`, `tie (bothbad)`;
+five-label verdicts are accepted too), optional `question_id` and `turn`.
+
+- The prompt of a battle is its `question_id`; for a later turn (`turn` > 1) it is `<question_id>#<turn>`,
+  since the judged text differs. Logs without `question_id` put every battle on one prompt, `all`
+  (the game is then the plain win-rate matrix).
+- The first user message of `conversation_a` (JSON/JSONL) becomes the prompt's text (first turns only).
+- Every battle is one judgment by the judge `--judge` (default `battles:<file name>`); the row's other
+  scalar fields (the voter, timestamp, language, ...) are kept as its raw text. Repeated battles of the
+  same pair on the same prompt are samples 0, 1, ... in file order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from eqarena.importers.pairwise import scalar_json, to_dataset, with_scores
+from eqarena.importers.result import Imported
+from eqarena.importers.tables import numeric_column, read_table, require_columns, text_column
+
+TEMPLATE_TAG = "battle"
+POOLED_PROMPT = "all"
+
+
+def _record(obj: dict) -> dict:
+    """A battle's scalar fields plus the first user message as `prompt_text`."""
+    row = {k: v for k, v in obj.items() if v is None or isinstance(v, (str, int, float, bool))}
+    conversation = obj.get("conversation_a")
+    if isinstance(conversation, list):
+        for message in conversation:
+            if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
+                row["prompt_text"] = message["content"]
+                break
+    return row
+
+
+def read_battles(paths: list[Path], name: str | None, judge: str | None) -> Imported:
+    """Every battle of the logs at `paths` as a recorded judgment (see module docstring)."""
+    frames, notes = [], []
+    for path in paths:
+        frame, pooled = _read_one(path, judge or f"battles:{path.stem}")
+        frames.append(frame)
+        if pooled:
+            notes.append(f"{path}: no question_id column; all {frame.height} battles are on one prompt "
+                         f"({POOLED_PROMPT!r})")
+    frame = pl.concat(frames, how="diagonal_relaxed")
+    dataset = name or paths[0].stem
+    return Imported(to_dataset(frame, dataset, ", ".join(map(str, paths)), TEMPLATE_TAG), tuple(notes))
+
+
+def _read_one(path: Path, judge: str) -> tuple[pl.DataFrame, bool]:
+    frame = read_table(path, _record)
+    require_columns(frame, path, ["model_a", "model_b", "winner"])
+    raw = [scalar_json(row, {"model_a", "model_b", "prompt_text"}) for row in frame.to_dicts()]
+    for column in ("model_a", "model_b"):
+        frame = text_column(frame, column)
+    pooled = "question_id" not in frame.columns
+    if pooled:
+        frame = frame.with_columns(pl.lit(POOLED_PROMPT).alias("prompt_id"))
+    else:
+        frame = text_column(frame, "question_id").with_columns(pl.col("question_id").alias("prompt_id"))
+    if "turn" in frame.columns:
+        frame = numeric_column(frame, "turn", required=False)
+        frame = frame.with_columns(
+            pl.when(pl.col("turn").is_not_null() & (pl.col("turn") > 1))
+            .then(pl.col("prompt_id") + "#" + pl.col("turn").cast(pl.Int64).cast(pl.Utf8))
+            .otherwise(pl.col("prompt_id")).alias("prompt_id"))
+    frame = with_scores(frame.drop("score", "verdict", strict=False).with_columns(pl.col("winner").alias("verdict")))
+    text = pl.col("prompt_text").cast(pl.Utf8) if "prompt_text" in frame.columns else pl.lit(None, pl.Utf8)
+    if "turn" in frame.columns:
+        text = pl.when(pl.col("turn").is_null() | (pl.col("turn") <= 1)).then(text).otherwise(None)
+    return frame.with_columns(pl.lit(judge).alias("judge"), text.alias("prompt_text"),
+                              pl.Series("raw_text", raw, dtype=pl.Utf8)), pooled

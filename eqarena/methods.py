@@ -1,0 +1,194 @@
+"""The rating methods: one registry that every part of eqarena reads.
+
+The command line's `--methods` choices, the rate flow, the bootstrap, the report (order, labels,
+colours), the clone analysis and the bench all iterate over this table. Adding a method is one
+`register(RatingMethod(...))` plus its solver function (a callable, or "module:function" imported on
+first use, which keeps this module light: it imports nothing of eqarena, so every layer may use it):
+
+- an *equilibrium* method gives `solve(game, target) -> Equilibrium` (ratings of all three players
+  are deviation gains, docs/game.md#ratings, paper eq. 1) and a selection `target`;
+- a *model-rating* method gives `fit(u_king, battles, bootstrap, seed) -> ModelFit` (king ratings
+  only, optionally with an interval), like Bradley-Terry.
+
+`battles` are the judgments behind u_king ({'prompt', 'model_a', 'model_b': int (K,), 'score': (K,)},
+scores in [-1, 1] for model_a), or None where only the tensor is known (the clone analysis): a method
+then rates from u_king alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from eqarena.solvers.equilibrium import Equilibrium
+    from eqarena.solvers.games import KothGame
+
+Battles = Mapping[str, np.ndarray]
+KING = 1  # the king player's index in the king-of-the-hill game (solvers.games.KING)
+
+
+@dataclass(frozen=True, eq=False)
+class ModelFit:
+    """A model-rating method's result: king ratings (M,), an optional interval (M,) each, diagnostics."""
+
+    ratings: np.ndarray
+    ci_lo: np.ndarray | None = None
+    ci_hi: np.ndarray | None = None
+    diagnostics: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RatingMethod:
+    """One row of the registry.
+
+    name: the id in `--methods`, in DuckDB (`ratings.method`) and in the report; label / colour: how
+    the report and the console show it; concept: the solution concept stored with an equilibrium
+    ("nash", "cce", "bradley-terry", ...); target: the selection target passed to `solve`
+    ("affinity", "uniform"; None for model-rating methods); default: rated when no --methods is given;
+    rating_format: how a rating prints (a format spec).
+    """
+
+    name: str
+    label: str
+    colour: str
+    description: str
+    concept: str
+    target: str | None = None
+    solve: Callable[..., Equilibrium] | str | None = None
+    fit: Callable[[np.ndarray, Battles | None, int, int], ModelFit] | str | None = None
+    default: bool = True
+    rating_format: str = "+.3f"
+
+    def __post_init__(self):
+        if (self.solve is None) == (self.fit is None):
+            raise ValueError(f"rating method {self.name!r}: give exactly one of solve (equilibrium) or fit")
+        if not self.name or "," in self.name or self.name != self.name.strip().lower():
+            raise ValueError(f"rating method name {self.name!r}: lower case, no commas or spaces around it")
+
+    @property
+    def is_equilibrium(self) -> bool:
+        return self.solve is not None
+
+    def equilibrium(self, game: KothGame, target=None) -> Equilibrium:
+        """The method's equilibrium of `game`, selected by `target` (default: the method's)."""
+        return _resolve(self.solve)(game, target=self.target if target is None else target)
+
+    def model_fit(self, u_king, battles: Battles | None = None, bootstrap: int = 0, seed: int = 0) -> ModelFit:
+        """A model-rating method's fit of u_king (P, M, M) (and the battles behind it, if known)."""
+        return _resolve(self.fit)(np.asarray(u_king, dtype=np.float64), battles, bootstrap, seed)
+
+    def king_ratings(self, u_king, battles: Battles | None = None) -> tuple[np.ndarray, float | None]:
+        """King-model ratings (M,) of u_king (P, M, M) and the equilibrium's exploitability (None for
+        a model-rating method)."""
+        u = np.asarray(u_king, dtype=np.float64)
+        if self.solve is not None:
+            from eqarena.solvers.games import koth_game
+
+            eq = self.equilibrium(koth_game(u))
+            return np.asarray(eq.ratings[KING], dtype=np.float64), float(eq.exploitability)
+        return np.asarray(self.model_fit(u, battles).ratings, dtype=np.float64), None
+
+
+def _resolve(function):
+    """A callable, or the callable a "module:attribute" string names (imported on first use)."""
+    if isinstance(function, str):
+        module, _, name = function.partition(":")
+        return getattr(importlib.import_module(module), name)
+    return function
+
+
+_REGISTRY: dict[str, RatingMethod] = {}
+
+
+def register(method: RatingMethod) -> RatingMethod:
+    """Add `method` to the registry (after the ones already there); ValueError if its name is taken."""
+    if method.name in _REGISTRY:
+        raise ValueError(f"a rating method named {method.name!r} is registered already")
+    _REGISTRY[method.name] = method
+    return method
+
+
+def unregister(name: str) -> None:
+    """Remove a registered method (tests that add a toy method take it out again)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered() -> tuple[RatingMethod, ...]:
+    """Every registered method, in registration order (the order of tables and plots)."""
+    return tuple(_REGISTRY.values())
+
+
+def method_names(*, default_only: bool = False) -> tuple[str, ...]:
+    return tuple(m.name for m in _REGISTRY.values() if m.default or not default_only)
+
+
+def get_method(name: str) -> RatingMethod:
+    """The registered method `name`; ValueError naming the choices otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown rating method {name!r} (choose from {', '.join(_REGISTRY)})") from None
+
+
+def parse_methods(methods: str | Iterable[str] | None) -> tuple[str, ...]:
+    """`bt,ne` / ['bt', 'ne'] / None (the default methods) -> known names in registry order."""
+    if methods is None:
+        return method_names(default_only=True)
+    items = methods.split(",") if isinstance(methods, str) else [p for m in methods for p in str(m).split(",")]
+    items = [m.strip().lower() for m in items if m.strip()]
+    unknown = [m for m in items if m not in _REGISTRY]
+    if unknown:
+        raise ValueError(f"--methods: unknown method {', '.join(unknown)} (choose from {', '.join(_REGISTRY)})")
+    if not items:
+        raise ValueError(f"--methods: give at least one of {', '.join(_REGISTRY)}")
+    return tuple(m for m in _REGISTRY if m in items)
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    """`names` in registry order; names not registered (an old run's) follow, sorted."""
+    names = set(names)
+    known = [m for m in _REGISTRY if m in names]
+    return known + sorted(names - set(known))
+
+
+def label(name: str) -> str:
+    return _REGISTRY[name].label if name in _REGISTRY else name
+
+
+def colour(name: str) -> str:
+    return _REGISTRY[name].colour if name in _REGISTRY else "#7f7f7f"
+
+
+def format_rating(name: str, rating: float) -> str:
+    """`rating` as the method `name` prints it (deviation gains: +0.123; Elo: 1034)."""
+    spec = _REGISTRY[name].rating_format if name in _REGISTRY else "+.3f"
+    return format(rating, spec)
+
+
+def is_equilibrium(name: str) -> bool:
+    """Whether `name` rates by an equilibrium (an unregistered name: judged by its stored rows elsewhere)."""
+    return name in _REGISTRY and _REGISTRY[name].is_equilibrium
+
+
+# ---------------------------------------------------------------------------------- the built-ins
+
+register(RatingMethod(
+    "bt", "BT", "#4c72b0", "Bradley-Terry (Elo scale) on the judged battles, as Chatbot Arena fits it",
+    "bradley-terry", fit="eqarena.solvers.bradley_terry:fit_bradley_terry", rating_format=".0f"))
+register(RatingMethod(
+    "ne", "NE", "#dd8452", "Nash equilibrium (limiting logit equilibrium) selected by the clone-invariant "
+    "affinity entropy", "nash", "affinity", solve="eqarena.solvers.nash:nash"))
+register(RatingMethod(
+    "cce", "CCE", "#55a868", "coarse correlated equilibrium of maximum relative entropy to the affinity target",
+    "cce", "affinity", solve="eqarena.solvers.cce:cce"))
+register(RatingMethod(
+    "ne-shannon", "NE-Shannon", "#c44e52", "Nash equilibrium from the uniform target (the classic LLE; "
+    "not clone-invariant)", "nash", "uniform", solve="eqarena.solvers.nash:nash"))
+register(RatingMethod(
+    "cce-shannon", "CCE-Shannon", "#8172b3", "maximum-entropy CCE (uniform target; not clone-invariant)",
+    "cce", "uniform", solve="eqarena.solvers.cce:cce"))

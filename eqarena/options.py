@@ -1,0 +1,399 @@
+"""The options of every eqarena command, defined once.
+
+One frozen dataclass per concern (what to judge and how, rating, bootstrap, analyses, runners), with
+its defaults; modes are enums. The command line builds them from its flags, the Python API from
+keyword arguments, and both hand them down whole: flows, tasks and the judge runner read the fields
+they need. Prefect validates them as flow parameters (they serialise to JSON for deployments).
+
+This module imports nothing of eqarena, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+
+DEFAULT_DATASET = "vicuna80"      # the bundled PRD Vicuna-80 data
+DEFAULT_JUDGE = "prd:gpt4"        # its recorded GPT-4 judgments: no API call
+DEFAULT_OUT_DIR = "out"           # where reports are written
+
+
+class MissingPolicy(StrEnum):
+    """What `rate` does with (prompt, model pair) cells that lack judgments (docs/game.md#missing-cells)."""
+
+    REFUSE = "refuse"
+    DROP_PROMPTS = "drop-prompts"
+    DROP_MODELS = "drop-models"
+    IMPUTE = "impute"
+
+
+class OrderRule(StrEnum):
+    """Which judged orders make a cell covered: both (position balance) or any (battle logs)."""
+
+    BOTH = "both"
+    ANY = "any"
+
+
+class Analysis(StrEnum):
+    """The robustness analyses of a rate run."""
+
+    CLONES = "clones"
+    RISK = "risk"
+
+
+class Runner(StrEnum):
+    """Where live judge calls run: this process's event loop, or Dask workers."""
+
+    ASYNCIO = "asyncio"
+    DASK = "dask"
+
+
+class ImportFormat(StrEnum):
+    """Formats `eqarena import` reads."""
+
+    ARENA_HARD_AUTO = "arena-hard-auto"
+    BATTLES = "battles"
+    PAIRWISE = "pairwise"
+    SCORES = "scores"
+
+
+class ScorePayoff(StrEnum):
+    """How two per-prompt scores become a payoff: clip((s_a - s_b) / scale, -1, 1), or its sign."""
+
+    CLIP_DIFF = "clip-diff"
+    SIGN = "sign"
+
+
+def _coerce(options, **enums: type[StrEnum]) -> None:
+    """Turn strings into the enum of their field (a frozen dataclass, in __post_init__); ValueError
+    naming the field and its choices otherwise."""
+    for name, kind in enums.items():
+        value = getattr(options, name)
+        if isinstance(value, (list, tuple)):
+            object.__setattr__(options, name, tuple(choice(kind, v, name) for v in value))
+        elif value is not None:
+            object.__setattr__(options, name, choice(kind, value, name))
+
+
+def choice(kind: type[StrEnum], value, name: str) -> StrEnum:
+    """`value` as a member of `kind`; ValueError "--<name> must be one of ...; got ..." otherwise."""
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(m.value for m in kind)
+        raise ValueError(f"--{name.replace('_', '-')} must be one of {choices}; got {value!r}") from None
+
+
+def _tuple(options, *names: str) -> None:
+    for name in names:
+        value = getattr(options, name)
+        if isinstance(value, list):
+            object.__setattr__(options, name, tuple(value))
+
+
+def _at_least(name: str, value, low) -> None:
+    if value is not None and value < low:
+        raise ValueError(f"{name if name.startswith('--') else '--' + name} must be at least {low}; got {value}")
+
+
+# ------------------------------------------------------------------------------------------ rating
+
+
+@dataclass(frozen=True)
+class BootstrapOptions:
+    """Bootstrap confidence of every method: `replicates` resamples (0 or 1: none), seeded by `seed`."""
+
+    replicates: int = 200
+    seed: int = 0
+
+    def __post_init__(self):
+        _at_least("bootstrap", self.replicates, 0)
+
+
+@dataclass(frozen=True)
+class RateOptions:
+    """What `rate` solves: the judgments of `judges` (empty: every judge of the dataset; `all-prd`: the
+    five recorded PRD judges) on `dataset`, by `methods` (names of the method registry; None: its
+    default methods), with a missing-cell policy, an order rule and a bootstrap."""
+
+    dataset: str | None = None
+    judges: tuple[str, ...] = ()
+    methods: tuple[str, ...] | None = None
+    missing: MissingPolicy = MissingPolicy.REFUSE
+    orders: OrderRule = OrderRule.BOTH
+    bootstrap: BootstrapOptions = field(default_factory=BootstrapOptions)
+
+    def __post_init__(self):
+        _tuple(self, "judges", "methods")
+        _coerce(self, missing=MissingPolicy, orders=OrderRule)
+
+
+# ---------------------------------------------------------------------------------------- analyses
+
+
+@dataclass(frozen=True)
+class CloneOptions:
+    """Adversarial clones (paper Section 4.2, App. F.5): copies of prompts drawn from softmax(-lam *
+    the target's mean payoff), `ns_exact` exact and `ns_noisy` noisy (Uniform(-noise, noise)) counts;
+    target None: the rate run's top NE model; methods None: the rate run's methods."""
+
+    target: str | None = None
+    lam: float = 10.0
+    seed: int = 0
+    ns_exact: tuple[int, ...] = (0, 250, 500)
+    ns_noisy: tuple[int, ...] = (0, 250, 500, 750, 1000)
+    noise: float = 0.01
+    methods: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        _tuple(self, "ns_exact", "ns_noisy", "methods")
+        _at_least("noise", self.noise, 0.0)
+        for name in ("ns_exact", "ns_noisy"):
+            if any(n < 0 for n in getattr(self, name)):
+                raise ValueError(f"--{name.replace('_', '-')}: clone counts must be >= 0")
+
+
+@dataclass(frozen=True)
+class RiskOptions:
+    """Risk dominance (paper App. F.4): `equilibria` NEs searched (0 = the run's NE), priors updated
+    `steps` times with step size `eta`."""
+
+    equilibria: int = 128
+    seed: int = 0
+    eta: float = 1e-2
+    steps: int = 10_000
+
+    def __post_init__(self):
+        _at_least("equilibria", self.equilibria, 2)
+
+
+@dataclass(frozen=True)
+class AnalysesOptions:
+    """Which analyses a new rate run gets (`run`), and the settings of each."""
+
+    run: tuple[Analysis, ...] = (Analysis.CLONES, Analysis.RISK)
+    clones: CloneOptions = field(default_factory=CloneOptions)
+    risk: RiskOptions = field(default_factory=RiskOptions)
+
+    def __post_init__(self):
+        unknown = [str(a) for a in self.run if a not in tuple(Analysis)]
+        if unknown:
+            choices = ", ".join(a.value for a in Analysis)
+            raise ValueError(f"--analyses: unknown analysis {', '.join(unknown)} (choose from {choices})")
+        object.__setattr__(self, "run", tuple(a for a in Analysis if a in self.run))  # canonical order
+
+
+# ------------------------------------------------------------------------------------------- judge
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """Sampling options sent with every judge request; None leaves the provider's default."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+    def __post_init__(self):
+        _at_least("max-tokens", self.max_tokens, 1)
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """concurrency: requests in flight at most; rpm / tpm: requests / tokens per minute (None: no limit).
+
+    The token limiter lets `tpm_burst_s` seconds' worth of tokens through at once (a request larger
+    than that waits for an empty bucket); tokens are estimated before the call (prompt + expected output).
+    """
+
+    concurrency: int = 16
+    rpm: float | None = None
+    tpm: float | None = None
+    tpm_burst_s: float = 10.0
+
+    def __post_init__(self):
+        if self.concurrency < 1:
+            raise ValueError(f"--concurrency must be at least 1, got {self.concurrency}")
+        for name, value in (("--rpm", self.rpm), ("--tpm", self.tpm)):
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a failed request is retried.
+
+    `attempts` counts the first try. Without a Retry-After header the wait is exponential with
+    jitter, from `initial_wait_s` up to `max_wait_s`; a Retry-After is obeyed up to `max_retry_after_s`.
+    `timeout_s` bounds each attempt.
+    """
+
+    attempts: int = 8
+    initial_wait_s: float = 1.0
+    max_wait_s: float = 60.0
+    max_retry_after_s: float = 300.0
+    timeout_s: float = 120.0
+
+    def __post_init__(self):
+        if self.attempts < 1:
+            raise ValueError("retry attempts must be at least 1")
+        if min(self.initial_wait_s, self.max_wait_s, self.max_retry_after_s) < 0 or self.timeout_s <= 0:
+            raise ValueError("retry waits must be >= 0 and the timeout > 0")
+
+
+@dataclass(frozen=True)
+class SpendCaps:
+    """Stop before spending more than `max_cost` USD or making more than `max_calls` judge calls."""
+
+    max_cost: float | None = None
+    max_calls: int | None = None
+
+    def __post_init__(self):
+        if (self.max_cost is not None and self.max_cost < 0) or (self.max_calls is not None and self.max_calls < 0):
+            raise ValueError("--max-cost and --max-calls must not be negative")
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    """How live calls are made: from this process (asyncio) or on Dask workers (a LocalCluster of
+    `dask_workers` processes, or the scheduler at `dask_address`); or through the OpenAI Batch API
+    (`batch`, polled every `batch_poll_s` seconds). `prompts_per_chunk`: prompts per judge task."""
+
+    runner: Runner = Runner.ASYNCIO
+    dask_address: str | None = None
+    dask_workers: int = 2
+    batch: bool = False
+    batch_poll_s: float = 30.0
+    prompts_per_chunk: int = 10
+
+    def __post_init__(self):
+        _coerce(self, runner=Runner)
+        _at_least("--dask-workers", self.dask_workers, 1)
+        if self.runner is Runner.DASK and self.batch:
+            raise ValueError("--runner dask makes live calls; it cannot be combined with --batch")
+
+
+@dataclass(frozen=True)
+class AdaptiveOptions:
+    """Adaptive judging (`judge --adaptive`, eqarena/solvers/adaptive.py): rounds of `batch_calls`
+    calls until every adjacent pair of the NE ranking is ordered, or tied within `indifference`, with
+    probability `stop_probability`; a share `explore` of each round is drawn uniformly."""
+
+    batch_calls: int = 200
+    stop_probability: float = 0.95
+    indifference: float = 0.02
+    explore: float = 0.1
+    seed: int = 0
+    initial_prompts: int = 5
+    replicates: int = 30
+
+    def __post_init__(self):
+        _at_least("--batch-calls", self.batch_calls, 2)
+        for name in ("stop_probability", "explore"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"--{name.replace('_', '-')} must be in [0, 1]")
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """A judge run: who judges (`judge`: openai:MODEL, gemini:MODEL, openai-compatible:MODEL@URL,
+    recorded:JUDGE), what (`dataset`, `models`, the first `prompts` prompts; None: all), how often
+    (`samples_per_order` with each model shown first, paper Section 3.1: 4), with which `template`
+    and price file, and the limits, retries, caps and runner of the calls. `adaptive` set: judge
+    adaptively instead of every missing cell."""
+
+    judge: str
+    dataset: str | None = None
+    models: tuple[str, ...] | None = None
+    prompts: int | None = None
+    samples_per_order: int = 4
+    template: str = "pairwise5"
+    max_unparsed: int | None = None
+    multi_sample: bool | None = None
+    prices: str | None = None
+    generation: GenerationOptions = field(default_factory=GenerationOptions)
+    limits: RunLimits = field(default_factory=RunLimits)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    caps: SpendCaps = field(default_factory=SpendCaps)
+    runner: RunnerOptions = field(default_factory=RunnerOptions)
+    adaptive: AdaptiveOptions | None = None
+
+    def __post_init__(self):
+        _tuple(self, "models")
+        _at_least("--samples-per-order", self.samples_per_order, 1)
+        _at_least("--prompts", self.prompts, 1)
+        _at_least("--max-unparsed", self.max_unparsed, 0)
+
+
+# ---------------------------------------------------------------------------------------- main job
+
+
+@dataclass(frozen=True)
+class MainJobOptions:
+    """The main job (`run`, `refresh`): ingest `source` (a bundled dataset or a directory), judge with
+    `judge` (recorded `prd:<judge>` / `all-prd`, or a provider spec, which judges only missing cells
+    with `samples_per_order` per order, capped at `max_cost` USD; `yes` confirms a plan above $1),
+    rate, run the analyses and write the report into `out_dir`."""
+
+    source: str = DEFAULT_DATASET
+    judge: str = DEFAULT_JUDGE
+    out_dir: str = DEFAULT_OUT_DIR
+    rate: RateOptions = field(default_factory=RateOptions)
+    analyses: AnalysesOptions = field(default_factory=AnalysesOptions)
+    samples_per_order: int = 4
+    max_cost: float | None = None
+    yes: bool = False
+
+    def __post_init__(self):
+        _at_least("--samples-per-order", self.samples_per_order, 1)
+        _at_least("--max-cost", self.max_cost, 0.0)
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Ingest `source` (a bundled dataset name or a directory) under `name` (default: its own);
+    `replace` overwrites stored rows whose content changed."""
+
+    source: str = DEFAULT_DATASET
+    name: str | None = None
+    replace: bool = False
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """`eqarena import`: files `paths` in format `fmt` into dataset `dataset` (default: from the
+    files' names), under judge id `judge` (battles, pairwise, scores), against `baseline`
+    (arena-hard-auto v0.1), with the payoff of two scores (`payoff`, `scale`)."""
+
+    fmt: ImportFormat
+    paths: tuple[str, ...]
+    dataset: str | None = None
+    judge: str | None = None
+    baseline: str | None = None
+    payoff: ScorePayoff = ScorePayoff.CLIP_DIFF
+    scale: float = 1.0
+    replace: bool = False
+
+    def __post_init__(self):
+        _tuple(self, "paths")
+        _coerce(self, fmt=ImportFormat, payoff=ScorePayoff)
+        if not self.scale > 0:
+            raise ValueError(f"--scale must be positive; got {self.scale}")
+
+
+def as_parameters(options) -> dict:
+    """`options` as JSON-ready values (enums as their strings, tuples as lists): a run's parameters."""
+    if hasattr(options, "__dataclass_fields__"):
+        return {f.name: as_parameters(getattr(options, f.name)) for f in fields(options)}
+    if isinstance(options, StrEnum):
+        return options.value
+    if isinstance(options, (list, tuple)):
+        return [as_parameters(v) for v in options]
+    return options
+
+
+__all__ = [
+    "DEFAULT_DATASET", "DEFAULT_JUDGE", "DEFAULT_OUT_DIR", "AdaptiveOptions", "Analysis", "AnalysesOptions",
+    "BootstrapOptions", "CloneOptions", "GenerationOptions", "ImportFormat", "ImportOptions", "IngestOptions",
+    "JudgeOptions", "MainJobOptions", "MissingPolicy", "OrderRule", "RateOptions", "RetryPolicy", "RiskOptions",
+    "RunLimits", "Runner", "RunnerOptions", "ScorePayoff", "SpendCaps", "as_parameters", "choice",
+]

@@ -1,0 +1,239 @@
+"""Matplotlib figures of the report, returned as self-contained PNG data URIs (no network assets)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from eqarena.methods import colour as method_colour  # noqa: E402
+
+
+def data_uri(fig: Figure, dpi: int = 110) -> str:
+    """Render `fig` as a base64 PNG data URI and close it."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def rank_comparison(models: Sequence[str], ranks: Mapping[str, Mapping[str, int]]) -> Figure:
+    """Bump chart: each model's rank (1 = top) under every method, methods side by side."""
+    methods = list(ranks)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(methods), 0.9 + 0.45 * len(models)))
+    x = np.arange(len(methods))
+    cmap = plt.get_cmap("tab20")
+    for k, model in enumerate(models):
+        y = [ranks[m].get(model, np.nan) for m in methods]
+        ax.plot(x, y, marker="o", color=cmap(k % 20), linewidth=2)
+        ax.annotate(model, (x[-1], y[-1]), xytext=(8, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set_xticks(x, methods)
+    ax.set_ylim(len(models) + 0.5, 0.5)
+    ax.set_yticks(range(1, len(models) + 1))
+    ax.set_ylabel("rank (1 = best; ties share a rank)")
+    ax.set_xlim(-0.3, len(methods) - 0.4)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title("Model ranks by method")
+    return fig
+
+
+def bt_intervals(models: Sequence[str], elo: np.ndarray, lo: np.ndarray, hi: np.ndarray, method: str = "bt",
+                 label: str = "Bradley-Terry") -> Figure:
+    """Ratings with their bootstrap intervals, best on top (a model-rating method's). The interval is drawn
+    from its own bounds: a percentile interval need not contain the full-data rating."""
+    order = np.argsort(elo)
+    fig, ax = plt.subplots(figsize=(6.5, 0.8 + 0.4 * len(models)))
+    y = np.arange(len(models))
+    e, l, h = elo[order], lo[order], hi[order]
+    colour = method_colour(method)
+    ax.hlines(y, l, h, color=colour, linewidth=2)
+    ax.plot(l, y, "|", h, y, "|", color=colour, markersize=10)
+    ax.plot(e, y, "o", color=colour)
+    ax.set_yticks(y, [models[k] for k in order])
+    if method == "bt":
+        ax.axvline(1000, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xlabel("Bradley-Terry rating (Elo scale, mean 1000)")
+    else:
+        ax.set_xlabel(f"{label} rating")
+    ax.set_title(f"{label} ratings with bootstrap confidence intervals")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def equilibrium_support(models: Sequence[str], prompts: Sequence[str],
+                        marginals: Mapping[str, Mapping[str, np.ndarray]], top_prompts: int = 25) -> Figure:
+    """Per equilibrium method: king and rebel marginals over models, and the prompt marginal
+    (largest `top_prompts` masses, sorted)."""
+    methods = list(marginals)
+    fig, axes = plt.subplots(len(methods), 2, figsize=(12, 2.4 * len(methods) + 0.6), squeeze=False,
+                             gridspec_kw={"width_ratios": [1, 1.4]})
+    x = np.arange(len(models))
+    for row, method in enumerate(methods):
+        m = marginals[method]
+        ax = axes[row, 0]
+        ax.bar(x - 0.2, m["king"], width=0.4, label="king", color=method_colour(method))
+        ax.bar(x + 0.2, m["rebel"], width=0.4, label="rebel", color="#bbbbbb")
+        ax.set_xticks(x, models, rotation=35, ha="right", fontsize=8)
+        ax.set_ylabel(f"{method}\nmass")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=7, loc="upper right")
+        ax = axes[row, 1]
+        mass = np.asarray(m["prompt"])
+        order = np.argsort(-mass, kind="stable")[:top_prompts]
+        ax.bar(np.arange(len(order)), mass[order], color=method_colour(method))
+        ax.set_xticks(np.arange(len(order)), [prompts[k] for k in order], rotation=60, ha="right", fontsize=7)
+        supported = int((mass >= 1e-6).sum())
+        ax.set_title(f"{method}: prompt marginal, top {len(order)} of {len(mass)} (support {supported})", fontsize=9)
+    axes[0, 0].set_title("model marginals (king vs rebel)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def payoff_heatmaps(models: Sequence[str], prompts: Sequence[str], u_king: np.ndarray) -> Figure:
+    """u_king(p, king, rebel) heatmaps (king rows, rebel columns) for the given prompts, shape (k, M, M)."""
+    k = len(prompts)
+    cols = min(k, 4)
+    rows = int(np.ceil(k / cols))
+    size = 1.2 + 0.45 * len(models)
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols + 1, size * rows), squeeze=False)
+    image = None
+    for n, ax in enumerate(axes.flat):
+        if n >= k:
+            ax.axis("off")
+            continue
+        image = ax.imshow(u_king[n], cmap="RdBu", vmin=-1, vmax=1)
+        ax.set_xticks(range(len(models)), models, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(models)), models if n % cols == 0 else [""] * len(models), fontsize=7)
+        ax.set_title(f"prompt {prompts[n]}", fontsize=9)
+        ax.set_xlabel("rebel", fontsize=8)
+        if n % cols == 0:
+            ax.set_ylabel("king", fontsize=8)
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="u_king (king's payoff)")
+    return fig
+
+
+def contribution_heatmaps(kings: Sequence[str], families: Sequence[str],
+                          deltas: Mapping[str, np.ndarray]) -> Figure:
+    """Per method: delta(king model, rebel family) as a heatmap, (len(kings), len(families)) each;
+    a row sums to the king model's rating (paper Section 4.3)."""
+    methods = list(deltas)
+    fig, axes = plt.subplots(1, len(methods), figsize=(1.5 + (1.2 + 0.5 * len(families)) * len(methods),
+                                                       1.4 + 0.4 * len(kings)), squeeze=False)
+    for ax, method in zip(axes.flat, methods):
+        d = np.asarray(deltas[method])
+        bound = max(float(np.abs(d).max()), 1e-9)
+        image = ax.imshow(d, cmap="PuOr", vmin=-bound, vmax=bound, aspect="auto")
+        ax.set_xticks(range(len(families)), families, rotation=45, ha="right", fontsize=8)
+        ax.set_yticks(range(len(kings)), kings if ax is axes.flat[0] else [""] * len(kings), fontsize=8)
+        ax.set_title(method, fontsize=9)
+        ax.set_xlabel("rebel family", fontsize=8)
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    axes.flat[0].set_ylabel("king model", fontsize=8)
+    fig.suptitle("Marginal rating contributions by rebel model family", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def solver_diagnostics(methods: Sequence[str], exploitability: Sequence[float], seconds: Sequence[float]) -> Figure:
+    """Exploitability (log scale) and solve time per equilibrium method."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3))
+    x = np.arange(len(methods))
+    colours = [method_colour(m) for m in methods]
+    ax1.bar(x, np.maximum(np.asarray(exploitability, dtype=float), 1e-16), color=colours)
+    ax1.set_yscale("log")
+    ax1.set_xticks(x, methods)
+    ax1.set_ylabel("exploitability")
+    ax1.set_title("How exact each equilibrium is (sum of max deviation gains)", fontsize=9)
+    ax2.bar(x, seconds, color=colours)
+    ax2.set_xticks(x, methods)
+    ax2.set_ylabel("seconds")
+    ax2.set_title("Solve time", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def coverage_heatmap(models: Sequence[str], fraction: np.ndarray) -> Figure:
+    """Fraction of prompts on which each ordered model pair has both orders judged."""
+    size = 1.5 + 0.45 * len(models)
+    fig, ax = plt.subplots(figsize=(size + 1.2, size))
+    image = ax.imshow(fraction, cmap="viridis", vmin=0, vmax=1)
+    ax.set_xticks(range(len(models)), models, rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(len(models)), models, fontsize=8)
+    ax.set_xlabel("model B")
+    ax.set_ylabel("model A")
+    for i in range(len(models)):
+        for j in range(len(models)):
+            if i != j and len(models) <= 12:
+                ax.text(j, i, f"{fraction[i, j]:.0%}", ha="center", va="center", fontsize=7,
+                        color="white" if fraction[i, j] < 0.6 else "black")
+    fig.colorbar(image, ax=ax, shrink=0.8, label="prompts covered")
+    ax.set_title("Coverage of model pairs (both orders judged)", fontsize=10)
+    return fig
+
+
+SCHEME_MARKERS = {"prompts": "o", "judgments": "s"}
+
+
+def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping[str, Mapping[str, tuple]]]) -> Figure:
+    """One panel per equilibrium method: each model's full-data rating (eq. 1) with its bootstrap
+    percentile interval per resampling scheme. intervals[method][scheme][model] = (rating, lo, hi)."""
+    methods = list(intervals)
+    fig, axes = plt.subplots(1, len(methods), figsize=(3.4 * len(methods) + 1.2, 1.25 + 0.42 * len(models)),
+                             squeeze=False, sharey=True)
+    y = np.arange(len(models))
+    for ax, method in zip(axes[0], methods):
+        schemes = list(intervals[method])
+        for k, scheme in enumerate(schemes):
+            rows = intervals[method][scheme]
+            r, lo, hi = (np.array([rows[m][c] if m in rows else np.nan for m in models]) for c in range(3))
+            offset = (k - (len(schemes) - 1) / 2) * 0.22
+            # The full-data rating may lie outside its replicates' percentile interval: drawn apart.
+            colour, alpha = method_colour(method), 1.0 if k == 0 else 0.55
+            ax.hlines(y + offset, lo, hi, color=colour, alpha=alpha, linewidth=2)
+            ax.plot(r, y + offset, SCHEME_MARKERS.get(scheme, "o"), color=colour, alpha=alpha, markersize=4,
+                    label=f"over {scheme}")
+        ax.axvline(0.0, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_title(method, fontsize=10)
+        ax.set_xlabel("rating (deviation gain)", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].set_yticks(y, models, fontsize=8)
+    axes[0, 0].set_ylim(len(models) - 0.5, -0.5)
+    fig.suptitle("Equilibrium ratings with bootstrap intervals", fontsize=11)
+    # one legend below the panels, where it covers no model's interval
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))
+    return fig
+
+
+def rank_probability_heatmaps(models: Sequence[str], probabilities: Mapping[str, np.ndarray]) -> Figure:
+    """One heatmap per method: P(model has rank r), models as rows (in `models` order), ranks as columns.
+    probabilities[method]: (M, M) array [model, rank - 1]."""
+    methods = list(probabilities)
+    m = len(models)
+    fig, axes = plt.subplots(1, len(methods), figsize=(0.4 * m * len(methods) + 2.5 * len(methods) + 1, 0.9 + 0.4 * m),
+                             squeeze=False, sharey=True)
+    image = None
+    for ax, method in zip(axes[0], methods):
+        p = np.asarray(probabilities[method])
+        image = ax.imshow(p, vmin=0.0, vmax=1.0, cmap="Blues", aspect="auto")
+        for i in range(m):
+            for r in range(m):
+                if p[i, r] >= 0.005:
+                    ax.text(r, i, f"{p[i, r]:.2f}", ha="center", va="center", fontsize=6,
+                            color="white" if p[i, r] > 0.6 else "black")
+        ax.set_xticks(range(m), range(1, m + 1), fontsize=7)
+        ax.set_xlabel("rank", fontsize=8)
+        ax.set_title(method, fontsize=10)
+    axes[0, 0].set_yticks(range(m), models, fontsize=8)
+    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.03, label="probability")
+    fig.suptitle("Rank probabilities (bootstrap over prompts)", fontsize=11)
+    return fig

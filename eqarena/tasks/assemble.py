@@ -1,0 +1,91 @@
+"""Task: read judgments from the warehouse into a complete payoff tensor u_king[P, M, M] (+ battles)."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from dataclasses import dataclass, replace
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NONE
+
+from eqarena import warehouse
+from eqarena.options import MissingPolicy, RateOptions
+from eqarena.solvers.imputation import ImputationError, impute_payoffs
+from eqarena.warehouse.tensor import (
+    Dropped,
+    IncompleteTensorError,
+    PayoffTensor,
+    UnknownJudgeError,
+    apply_missing_policy,
+    assemble_tensor,
+    available_judges,
+    read_battles,
+)
+
+ALL_PRD = "all-prd"
+PRD_PREFIX = "prd:"
+
+
+@dataclass(frozen=True, eq=False)
+class Assembled:
+    """The judged data of a rate run: the tensor before (`raw`) and after (`tensor`) the missing-data
+    policy, what the policy dropped, and the ok judgments behind `tensor` as battles."""
+
+    raw: PayoffTensor
+    tensor: PayoffTensor
+    dropped: Dropped
+    battles: dict[str, np.ndarray]
+
+
+def expand_judges(dataset: str, available: list[str], requested: list[str] | None) -> list[str]:
+    """The judges to pool: `requested` with `all-prd` expanded to every prd:* judge present; all
+    available judges when nothing is requested."""
+    if not requested:
+        if not available:
+            raise UnknownJudgeError(
+                f"no judgments on dataset {dataset!r} yet: ingest recorded judgments or run `eqarena judge`")
+        return list(available)
+    judges: list[str] = []
+    for name in requested:
+        if name == ALL_PRD:
+            prd = [j for j in available if j.startswith(PRD_PREFIX)]
+            if not prd:
+                raise UnknownJudgeError(
+                    f"--judge all-prd: no prd:* judgments on dataset {dataset!r} (ingest vicuna80 first)")
+            judges.extend(prd)
+        else:
+            judges.append(name)
+    return list(dict.fromkeys(judges))
+
+
+@task(name="assemble_tensor", cache_policy=NONE)
+def assemble(db: str | None, options: RateOptions) -> Assembled:
+    """Position-balanced u_king and coverage of `options.judges` on `options.dataset` (`orders`: both
+    orders needed per cell, or any); applies the missing-cell policy (docs/game.md#missing-cells)."""
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        chosen = expand_judges(options.dataset, available_judges(con, options.dataset), list(options.judges))
+        raw = assemble_tensor(con, options.dataset, chosen, orders=options.orders)
+        if options.missing is MissingPolicy.IMPUTE:
+            tensor, dropped = impute(raw)
+        else:
+            tensor, dropped = apply_missing_policy(raw, options.missing)
+        battles = read_battles(con, tensor)
+    return Assembled(raw=raw, tensor=tensor, dropped=dropped, battles=battles)
+
+
+def impute(raw: PayoffTensor) -> tuple[PayoffTensor, Dropped]:
+    """`--missing impute`: every uncovered cell gets the pair's prompt-wise Bradley-Terry prediction
+    (solvers.imputation); judged cells keep their means. The tensor is marked with what was imputed."""
+    P, M, _ = raw.shape
+    if P == 0 or M < 2:
+        apply_missing_policy(raw, "refuse")  # raises: a game needs a prompt and two models
+    try:
+        filled = impute_payoffs(raw.u_king, raw.covered, model_names=raw.models)
+    except ImputationError as exc:
+        raise IncompleteTensorError(f"--missing impute: {exc}") from None
+    imputed = np.asarray(filled.imputed, dtype=bool)
+    tensor = replace(raw, u_king=np.asarray(filled.u_king, dtype=np.float64),
+                     covered=np.ones_like(raw.covered), imputed=imputed)
+    cells = int((imputed & np.triu(np.ones((M, M), dtype=bool), k=1)[None]).sum())
+    return tensor, Dropped("impute", imputed_cells=cells, total_cells=P * M * (M - 1) // 2)

@@ -1,0 +1,61 @@
+"""Tasks of the import flow: read evaluation data made elsewhere, and check it fits the warehouse."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from eqarena import warehouse
+from eqarena.datasets.records import DatasetError
+from eqarena.importers.arena_hard_auto import read_arena_hard_judgments
+from eqarena.importers.battles import read_battles
+from eqarena.importers.pairwise import read_pairwise_table
+from eqarena.importers.result import Imported
+from eqarena.importers.scores import read_score_table
+from eqarena.options import ImportFormat, ImportOptions
+from eqarena.tasks.ingest import IngestSummary
+from eqarena.warehouse.catalog import judge_templates
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What an import wrote, the notes for the user (what was skipped and why), and the judges it holds."""
+
+    summary: IngestSummary
+    notes: tuple[str, ...]
+    judges: tuple[str, ...]
+
+
+@task(name="read_import", cache_policy=NONE)
+def read_import(options: ImportOptions) -> Imported:
+    """Read and validate `options.paths` as `options.fmt`; DatasetError names file:line."""
+    files = [Path(p) for p in options.paths]
+    if not files:
+        raise DatasetError("no input file given")
+    if options.fmt is ImportFormat.ARENA_HARD_AUTO:
+        return read_arena_hard_judgments(files, options.dataset, options.baseline)
+    if options.fmt is ImportFormat.BATTLES:
+        return read_battles(files, options.dataset, options.judge)
+    if options.fmt is ImportFormat.PAIRWISE:
+        return read_pairwise_table(files, options.dataset, options.judge)
+    return read_score_table(files, options.dataset, options.judge, options.payoff, options.scale)
+
+
+@task(name="check_score_judges", cache_policy=NONE)
+def check_score_judges(db: str | None, imported: Imported) -> None:
+    """Refuse scores imported under a judge that already holds scores turned into payoffs another way:
+    the rate flow pools a judge's judgments, so the two payoffs would be averaged."""
+    data = imported.dataset
+    wanted = {j.judge: j.template_hash for j in data.judgments}
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        stored = judge_templates(con, data.name, sorted(wanted))
+    for judge, hashes in stored.items():
+        other = [h for h in hashes if h != wanted[judge]]
+        if other:
+            raise DatasetError(
+                f"judge {judge!r} already holds scores on {data.name!r} imported with {other[0]} "
+                f"(this import: {wanted[judge]}); import under another --judge")

@@ -1,0 +1,143 @@
+"""Adaptive judging against the warehouse (`eqarena judge --adaptive`): the held judgments of the judge
+and template as cell statistics, a judge step that sends each round's requests (one sample per order
+of each chosen cell) through the JudgeRunner and reads the scores back, and the run's outcome.
+
+The selection, rating (missing cells imputed explicitly) and stop rule are eqarena/solvers/adaptive.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NONE
+
+from eqarena.judge.budget import Budget
+from eqarena.judge.plan import PlannedRequest
+from eqarena.judge.pricing import estimate_message_tokens
+from eqarena.judge.providers import make_provider
+from eqarena.judge.runner import JudgeRunner, RunStats
+from eqarena.options import AdaptiveOptions, GenerationOptions, RunLimits
+from eqarena.solvers.adaptive import AdaptiveResult, CellStats, adaptive_judging
+from eqarena.tasks.judge import JudgeSession, add_stats
+from eqarena.tasks.runs import RunLog
+from eqarena.warehouse.judgments import JudgmentWriter, read_samples
+
+
+@dataclass(frozen=True)
+class AdaptiveOutcome:
+    """What an adaptive run did: calls per round, the final NE ranking and its adjacent-pair probabilities."""
+
+    judge: str
+    run_id: str
+    calls: list[int]
+    ranking: list[str]
+    ratings: dict[str, float]
+    probabilities: list[float]
+    stopped_by: str | None
+    stats: RunStats = field(default_factory=RunStats)
+    message: str = ""
+
+
+class AdaptiveJudge:
+    """The warehouse side of adaptive judging for one session: held judgments as CellStats, and the
+    `judge(requests) -> scores` step `solvers.adaptive.adaptive_judging` calls each round."""
+
+    def __init__(self, session: JudgeSession, run_id: str):
+        self.session, self.run_id = session, run_id
+        self.prompt_ids, self.model_ids = list(session.inputs.prompts), list(session.inputs.models)
+        self.stats = RunStats()
+        self.budget = Budget(max_samples=session.options.caps.max_calls)
+        self.provider = make_provider(session.setup.spec, timeout_s=session.options.retry.timeout_s)
+        self._next_index: dict[tuple[str, str, str], int] = {}
+
+    def _samples(self):
+        setup = self.session.setup
+        return read_samples(self.session.con, setup.spec.judge_id, setup.template.hash, self.session.inputs.dataset)
+
+    def held(self) -> CellStats:
+        """What this judge and template already judged on the chosen prompts and models (failed rows
+        count as tried, with a NaN score)."""
+        p_at = {p: k for k, p in enumerate(self.prompt_ids)}
+        m_at = {m: k for k, m in enumerate(self.model_ids)}
+        held = CellStats.empty(len(self.prompt_ids), len(self.model_ids))
+        cells, scores = [], []
+        for p, a, b, k, status, score in self._samples():
+            self._next_index[p, a, b] = max(self._next_index.get((p, a, b), 0), k + 1)
+            if p in p_at and a in m_at and b in m_at:
+                cells.append((p_at[p], m_at[a], m_at[b]))
+                scores.append(score if status == "ok" else np.nan)
+        if cells:
+            held.add(np.array(cells), np.array(scores, float))
+        return held
+
+    def __call__(self, requests: np.ndarray) -> np.ndarray:
+        """Judge one sample of each requested ordered cell (p, a, b); their scores (NaN: not ok)."""
+        inputs, template = self.session.inputs, self.session.setup.template
+        planned, keys = [], []
+        for p, a, b in requests:
+            cell = (self.prompt_ids[p], self.model_ids[a], self.model_ids[b])
+            k = self._next_index.get(cell, 0)
+            self._next_index[cell] = k + 1
+            messages = template.messages(inputs.prompts[cell[0]], inputs.responses[cell[0], cell[1]],
+                                         inputs.responses[cell[0], cell[2]])
+            planned.append(PlannedRequest(*cell, sample_indices=(k,), next_free_index=k + 1, unparsed_allowance=0,
+                                          tokens_in=estimate_message_tokens(messages)))
+            keys.append((*cell, k))
+        asyncio.run(self._judge(planned))
+        got = {(p, a, b, k): s for p, a, b, k, status, s in self._samples() if status == "ok"}
+        return np.array([got.get(key, np.nan) for key in keys], float)
+
+    async def _judge(self, planned: list[PlannedRequest]) -> None:
+        session = self.session
+        inputs, options = session.inputs, session.options
+        async with JudgeRunner(provider=self.provider, template=session.setup.template, dataset=inputs.dataset,
+                               prompts=inputs.prompts, responses=inputs.responses,
+                               writer=JudgmentWriter(session.con), run_id=self.run_id, retry=options.retry,
+                               limits=RunLimits(concurrency=options.limits.concurrency),
+                               options=GenerationOptions(), price=session.setup.price, budget=self.budget,
+                               multi_sample=False) as runner:
+            await runner.judge(planned)
+        add_stats(self.stats, runner.stats)
+
+    def close(self) -> None:
+        asyncio.run(self.provider.aclose())
+
+
+@task(name="judge_adaptively", cache_policy=NONE)
+def judge_adaptively(session: JudgeSession, log: RunLog) -> AdaptiveOutcome:
+    """Run `solvers.adaptive.adaptive_judging` through the session's judge, then record the run's row
+    (failed ones too, with what they did)."""
+    judge = AdaptiveJudge(session, log.run_id)
+    options = session.options.adaptive or AdaptiveOptions()
+    result, status = None, "failed"
+    try:
+        result = adaptive_judging(
+            judge, len(judge.prompt_ids), len(judge.model_ids), max_calls=session.options.caps.max_calls,
+            batch_calls=options.batch_calls, stop_probability=options.stop_probability,
+            indifference=options.indifference, explore=options.explore, initial_prompts=options.initial_prompts,
+            replicates=options.replicates, max_samples_per_order=session.options.samples_per_order,
+            seed=options.seed, initial=judge.held())
+        status = "ok"
+    finally:
+        judge.close()
+        message = adaptive_message(result, judge.stats)
+        log.timings["judge"] = judge.stats.seconds
+        session.record(log.record(status, data_fingerprint=session.setup.template.hash, message=message))
+    ratings = result.ratings[-1]
+    order = [judge.model_ids[k] for k in np.lexsort((np.arange(len(ratings)), -ratings))]
+    return AdaptiveOutcome(session.setup.spec.judge_id, log.run_id, result.calls, order,
+                           {m: float(r) for m, r in zip(judge.model_ids, ratings)},
+                           [float(p) for p in result.probabilities[-1]], result.stopped_by,
+                           judge.stats, message)
+
+
+def adaptive_message(result: AdaptiveResult | None, total: RunStats) -> str:
+    done = f"{total.ok} ok, {total.unparsed} unparsed, {total.errors} failed samples from {total.requests} requests"
+    if result is None:
+        return f"failed: {done}"
+    probs = ", ".join(f"{p:.2f}" for p in result.probabilities[-1])
+    return (f"stopped ({result.stopped_by}) after {result.calls[-1]} calls in {len(result.calls)} rounds: {done}; "
+            f"adjacent-pair order probabilities [{probs}]")

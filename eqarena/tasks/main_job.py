@@ -1,0 +1,37 @@
+"""Steps of the main job (`run`, `refresh`) that are not flows of their own: which judge needs judging,
+the judge plan check before any spend, and the judge options the main job implies."""
+
+from __future__ import annotations
+
+import sys
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NONE
+
+from eqarena.judge.plan import PlanSummary
+from eqarena.judge.setup import confirm_spend
+from eqarena.options import JudgeOptions, MainJobOptions, SpendCaps
+from eqarena.tasks.assemble import ALL_PRD, PRD_PREFIX
+from eqarena.tasks.judge_plan import plan_judge_run
+
+
+def is_recorded_judge(judge: str) -> bool:
+    """Recorded judgments (`prd:<judge>`, `all-prd`) are imported by ingest; they need no judging."""
+    return judge == ALL_PRD or judge.startswith(PRD_PREFIX)
+
+
+def main_job_judge(options: MainJobOptions, dataset: str) -> JudgeOptions:
+    """The judge run the main job makes with a provider judge: every missing cell of `dataset`."""
+    return JudgeOptions(judge=options.judge, dataset=dataset, samples_per_order=options.samples_per_order,
+                        caps=SpendCaps(max_cost=options.max_cost))
+
+
+@task(name="check_judge_plan", cache_policy=NONE)
+def check_judge_plan(options: MainJobOptions, judge: JudgeOptions, db: str | None) -> PlanSummary:
+    """Print the judge plan (calls, tokens, cost) on stderr and refuse a plan estimated above
+    SPEND_CONFIRM_USD unless `options.max_cost` caps it or `options.yes` confirms it (SpendNotConfirmed)."""
+    plan = plan_judge_run(judge, db).plan
+    print(plan.line(), file=sys.stderr, flush=True)
+    get_run_logger().info(plan.line())
+    confirm_spend(plan, options.max_cost, options.yes)
+    return plan

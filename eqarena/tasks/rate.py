@@ -1,0 +1,145 @@
+"""Tasks: rate a payoff tensor by every chosen method of the registry, bootstrap the equilibria, and
+write the run to the warehouse."""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import closing
+from dataclasses import dataclass, field
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NONE
+
+from eqarena import warehouse
+from eqarena.methods import RatingMethod, get_method
+from eqarena.options import RateOptions
+from eqarena.solvers.bootstrap import SCHEMES, bootstrap_ratings
+from eqarena.solvers.contributions import contributions
+from eqarena.solvers.games import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
+from eqarena.solvers.imputed_share import imputed_shares
+from eqarena.tasks.parallel import process_map
+from eqarena.warehouse.ratings import EquilibriumRecord, IntervalRecord, MethodRatings, write_rate_run
+from eqarena.warehouse.runs import RunRecord
+from eqarena.warehouse.tensor import PayoffTensor
+
+# Below this many replicate solves the worker processes' start-up (~2 s) costs more than it saves.
+_PARALLEL_FROM = 200
+
+
+def rate_parameters(options: RateOptions, methods: tuple[str, ...], judges: list[str]) -> dict:
+    """The `runs.parameters` of a rate run (what `refresh` compares to find a current run)."""
+    return {"dataset": options.dataset, "judges": list(judges), "methods": list(methods),
+            "missing": options.missing.value, "bootstrap": options.bootstrap.replicates,
+            "seed": options.bootstrap.seed, "orders": options.orders.value}
+
+
+@dataclass(frozen=True, eq=False)
+class Solved:
+    """What one method produced, ready to store."""
+
+    method: str
+    ratings: list[MethodRatings]
+    equilibrium: EquilibriumRecord | None
+    seconds: float
+    diagnostics: dict = field(default_factory=dict)
+
+
+def _scalar_diagnostics(diagnostics: dict) -> dict:
+    """Diagnostics fit for a JSON column: scalars, strings and short lists only."""
+    kept = {}
+    for key, value in (diagnostics or {}).items():
+        if isinstance(value, (bool, int, float, str, np.generic)) or value is None:
+            kept[str(key)] = value.item() if isinstance(value, np.generic) else value
+        elif isinstance(value, (list, tuple, np.ndarray)) and np.size(value) <= 32:
+            kept[str(key)] = np.asarray(value).tolist()
+    return kept
+
+
+@task(name="rate_method", cache_policy=NONE, task_run_name="rate-{name}")
+def rate_method(tensor: PayoffTensor, battles: dict[str, np.ndarray], name: str, bootstrap: int, seed: int) -> Solved:
+    """Rate `tensor` by the registered method `name`: an equilibrium method's ratings of all three
+    players (deviation gains, paper eq. 1) with the king x rebel contributions (paper Section 4.3), or a
+    model-rating method's king ratings (with its own interval from `bootstrap` resamples, if it has one)."""
+    method = get_method(name)
+    if method.is_equilibrium:
+        return _solve_equilibrium(tensor, method)
+    start = time.perf_counter()
+    fit = method.model_fit(tensor.u_king, battles if len(battles.get("score", ())) else None, bootstrap, seed)
+    ratings = MethodRatings(name, "king", tensor.models, np.asarray(fit.ratings), ci_lo=fit.ci_lo, ci_hi=fit.ci_hi)
+    return Solved(name, [ratings], None, time.perf_counter() - start, _scalar_diagnostics(fit.diagnostics))
+
+
+def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
+    start = time.perf_counter()
+    game = koth_game(tensor.u_king)
+    eq = method.equilibrium(game)
+    delta = np.asarray(contributions(game, eq, KING, REBEL))
+    seconds = time.perf_counter() - start
+    actions = (tensor.prompts, tensor.models, tensor.models)
+    shares = (None,) * 3 if tensor.imputed is None else imputed_shares(tensor.imputed, eq.marginals, eq.joint)
+    ratings = [
+        MethodRatings(method.name, name, acts, np.asarray(eq.ratings[k]), mass=np.asarray(eq.marginals[k]),
+                      imputed_share=shares[k])
+        for k, (name, acts) in enumerate(zip(KOTH_PLAYER_NAMES, actions))
+    ]
+    record = EquilibriumRecord(
+        method=method.name,
+        solution_concept=method.concept,
+        target=str(method.target),
+        solver=eq.method or method.concept,
+        exploitability=float(eq.exploitability),
+        steps=int(eq.steps) if eq.steps is not None else None,
+        final_temperature=eq.final_temperature,
+        seconds=float(eq.seconds) if eq.seconds else seconds,
+        diagnostics=_scalar_diagnostics(eq.diagnostics),
+        marginals={name: np.asarray(eq.marginals[k]) for k, name in enumerate(KOTH_PLAYER_NAMES)},
+        joint=None if eq.joint is None else np.asarray(eq.joint),
+        contributions=delta,
+    )
+    return Solved(method.name, ratings, record, seconds)
+
+
+@task(name="bootstrap_equilibria", cache_policy=NONE)
+def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], solved: list[Solved],
+                         replicates: int, seed: int) -> tuple[list[IntervalRecord], dict]:
+    """Bootstrap confidence of every solved equilibrium method's model ratings (solvers.bootstrap):
+    each replicate's game re-solved exactly, over prompts and over judge samples within cells.
+
+    Returns the records to store and diagnostics (seconds, worker processes, largest exploitability)."""
+    full = {s.method: r.rating for s in solved if s.equilibrium is not None for r in s.ratings if r.player == "king"}
+    if replicates < 2 or not full:
+        return [], {}
+    schemes = SCHEMES if len(battles.get("score", ())) else ("prompts",)
+    solves = replicates * len(full) * len(schemes)
+    workers = min(2, os.cpu_count() or 1) if solves >= _PARALLEL_FROM else 1
+    start = time.perf_counter()
+    results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
+                                battles=battles, imputed=tensor.imputed, map_units=process_map(workers))
+    records = [
+        IntervalRecord(
+            method=b.method, scheme=b.scheme, models=tensor.models, rating=np.asarray(full[b.method]),
+            lo=b.lo, hi=b.hi, median=np.median(b.ratings, axis=0), confidence=b.confidence,
+            rank_probabilities=b.rank_probabilities, top_k=b.top_k, replicates=len(b.ratings),
+            max_exploitability=b.diagnostics["max_exploitability"])
+        for b in results
+    ]
+    diagnostics = {"replicates": replicates, "schemes": list(schemes), "workers": workers,
+                   "seconds": time.perf_counter() - start,
+                   "max_exploitability": max(b.diagnostics["max_exploitability"] for b in results)}
+    return records, diagnostics
+
+
+@task(name="write_ratings", cache_policy=NONE)
+def write_run(db: str | None, run: RunRecord, assembled, solved: list[Solved],
+              intervals: list[IntervalRecord] | None = None) -> None:
+    """Write the run's rows (runs, payoffs, ratings, equilibria, contributions, coverage, bootstrap
+    intervals and rank probabilities) in one transaction."""
+    with closing(warehouse.connect(db)) as con:
+        write_rate_run(
+            con, run, assembled.tensor, assembled.raw, assembled.dropped,
+            [r for s in solved for r in s.ratings],
+            [s.equilibrium for s in solved if s.equilibrium is not None],
+            intervals or (),
+        )

@@ -1,0 +1,76 @@
+"""Tasks of the report flow: read a rate run from the warehouse, and write its HTML report."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from eqarena import warehouse
+from eqarena.methods import ordered
+from eqarena.report.analyses import load_clone_report, load_risk_report
+from eqarena.report.render import ReportData, render_html
+from eqarena.warehouse import ratings as store
+
+TOP_PROMPTS = 4
+
+
+def _top_prompts(ratings: list[store.RatingRow], equilibrium_methods: list[str]) -> list[str]:
+    """The top-rated prompts of the first equilibrium method (registry order): best rank, then largest
+    equilibrium mass."""
+    for method in equilibrium_methods:
+        rows = [r for r in ratings if r.method == method and r.player == "prompt"]
+        rows.sort(key=lambda r: (r.rank, -(r.mass or 0.0), r.action))
+        return [r.action for r in rows[:TOP_PROMPTS]]
+    return []
+
+
+@task(name="load_report_data", cache_policy=NONE)
+def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
+    """Read run `run_id` (default: the latest finished rate run) from the warehouse, read-only."""
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        if run_id is None:
+            run_id = store.latest_rate_run_id(con)
+            if run_id is None:
+                raise LookupError("no finished rate run in the warehouse: run `eqarena rate` first")
+        run = store.read_run(con, run_id)
+        if run.kind != "rate":
+            raise LookupError(f"run {run_id!r} is a {run.kind} run, not a rate run")
+        ratings = store.read_ratings(con, run_id)
+        equilibria = store.read_equilibria(con, run_id)
+        top = _top_prompts(ratings, ordered({e.method for e in equilibria}))
+        coverage = store.read_coverage(con, run_id)
+        models = sorted({r.action for r in ratings if r.player == "king"} | {r.model_a for r in coverage.pairs})
+        mean_payoffs = store.read_mean_payoffs(con, run_id)
+        models = sorted(mean_payoffs, key=lambda m: -mean_payoffs[m]) + [m for m in models if m not in mean_payoffs]
+        return ReportData(
+            run=run,
+            models=models,
+            ratings=ratings,
+            equilibria=equilibria,
+            marginals=store.read_marginals(con, run_id),
+            mean_payoffs=mean_payoffs,
+            contributions_by_family=store.read_contributions_by_family(con, run_id),
+            coverage=coverage,
+            top_prompts=top,
+            top_payoffs=store.read_payoffs(con, run_id, top),
+            prompt_texts=store.read_prompt_texts(con, run.parameters.get("dataset", ""), top),
+            clones=load_clone_report(con, run_id),
+            risk=load_risk_report(con, run_id),
+            intervals=store.read_rating_intervals(con, run_id),
+            rank_probabilities=store.read_rank_probabilities(con, run_id),
+        )
+
+
+@task(name="write_report", cache_policy=NONE)
+def write_report(data: ReportData, out_dir: str | Path) -> Path:
+    """Write `eqarena-<run_id>.html` into `out_dir` (created if needed); returns its path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"eqarena-{data.run.run_id}.html"
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(render_html(data), encoding="utf-8")
+    tmp.replace(path)
+    return path

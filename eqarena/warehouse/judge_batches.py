@@ -1,0 +1,134 @@
+"""SQL for the judge's Batch API jobs (tables in migrations/002_judge.sql): recording a job before
+anything is sent, advancing its status, and importing its results with the status change in one
+transaction, so a killed run resumes a job instead of paying for it twice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Iterable, Sequence
+
+import duckdb
+
+from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
+
+OPEN_STATUSES = ("prepared", "uploaded", "submitted")
+_UPDATABLE = ("status", "input_file_id", "batch_id", "output_file_id", "error_file_id", "provider_status", "message")
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """One row of judge_batches."""
+
+    job_id: str
+    judge: str
+    template_hash: str
+    dataset: str
+    status: str
+    requests: int
+    samples: int
+    input_file_id: str | None = None
+    batch_id: str | None = None
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    provider_status: str | None = None
+    message: str | None = None
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """One JSONL line of a job: an ordered cell and its samples first_sample .. first_sample + n - 1."""
+
+    custom_id: str
+    prompt_id: str
+    model_a: str
+    model_b: str
+    first_sample: int
+    n: int
+
+
+_JOB_COLUMNS = [f.name for f in fields(BatchJob)]
+
+
+def record_job(con: duckdb.DuckDBPyConnection, job: BatchJob, requests: Sequence[BatchRequest]) -> None:
+    """Store a new job (status 'prepared') and its request lines in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            f"INSERT INTO judge_batches ({', '.join(_JOB_COLUMNS)}) VALUES ({', '.join('?' * len(_JOB_COLUMNS))})",
+            [getattr(job, c) for c in _JOB_COLUMNS],
+        )
+        con.execute(
+            "INSERT INTO judge_batch_requests (job_id, custom_id, prompt_id, model_a, model_b, first_sample, n) "
+            "SELECT $job_id, unnest($c::VARCHAR[]), unnest($p::VARCHAR[]), unnest($a::VARCHAR[]), "
+            "unnest($b::VARCHAR[]), unnest($s::INTEGER[]), unnest($n::INTEGER[])",
+            {
+                "job_id": job.job_id,
+                "c": [r.custom_id for r in requests],
+                "p": [r.prompt_id for r in requests],
+                "a": [r.model_a for r in requests],
+                "b": [r.model_b for r in requests],
+                "s": [r.first_sample for r in requests],
+                "n": [r.n for r in requests],
+            },
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def update_job(con: duckdb.DuckDBPyConnection, job_id: str, **changes: str | None) -> None:
+    """Set some of status, input_file_id, batch_id, output_file_id, error_file_id, provider_status, message."""
+    unknown = set(changes) - set(_UPDATABLE)
+    if unknown:
+        raise ValueError(f"cannot update judge_batches column(s) {sorted(unknown)}")
+    if not changes:
+        return
+    assignments = ", ".join(f"{c} = ?" for c in changes)
+    con.execute(
+        f"UPDATE judge_batches SET {assignments}, updated_at = current_timestamp WHERE job_id = ?",
+        [*changes.values(), job_id],
+    )
+
+
+def open_jobs(con: duckdb.DuckDBPyConnection, judge: str, template_hash: str, dataset: str) -> list[BatchJob]:
+    """Jobs of this judge, template and dataset not yet imported or given up, oldest first."""
+    rows = con.execute(
+        f"SELECT {', '.join(_JOB_COLUMNS)} FROM judge_batches WHERE judge = ? AND template_hash = ? "
+        f"AND dataset = ? AND list_contains(?, status) ORDER BY created_at, job_id",
+        [judge, template_hash, dataset, list(OPEN_STATUSES)],
+    ).fetchall()
+    return [BatchJob(*row) for row in rows]
+
+
+def get_job(con: duckdb.DuckDBPyConnection, job_id: str) -> BatchJob:
+    row = con.execute(f"SELECT {', '.join(_JOB_COLUMNS)} FROM judge_batches WHERE job_id = ?", [job_id]).fetchone()
+    if row is None:
+        raise KeyError(f"no batch job {job_id}")
+    return BatchJob(*row)
+
+
+def job_requests(con: duckdb.DuckDBPyConnection, job_id: str) -> list[BatchRequest]:
+    """The request lines of a job, in custom_id order."""
+    rows = con.execute(
+        "SELECT custom_id, prompt_id, model_a, model_b, first_sample, n FROM judge_batch_requests "
+        "WHERE job_id = ? ORDER BY custom_id",
+        [job_id],
+    ).fetchall()
+    return [BatchRequest(*row) for row in rows]
+
+
+def finish_job(
+    con: duckdb.DuckDBPyConnection, job_id: str, rows: Iterable[JudgmentRow], *, status: str, message: str | None = None
+) -> int:
+    """Insert a job's judgments and set its final status in one transaction; returns new judgment rows."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        written = insert_judgments(con, rows)
+        update_job(con, job_id, status=status, message=message)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return written

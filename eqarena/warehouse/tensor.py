@@ -1,0 +1,321 @@
+"""Assembling the payoff tensor u_king[P, M, M] from stored judgments (docs/game.md#the-payoff-tensor).
+
+u_king(p, i, j) = 1/2 [ s(p, i as A, j as B) - s(p, j as A, i as B) ]: the mean over the two
+orders, with equal weight whatever each order's sample count, of the mean ok-score from i's point
+of view in that order. With several judges, each judge's mean in an order counts equally.
+Antisymmetric by construction. A cell is covered when both orders have at least one ok judgment;
+uncovered cells are NaN in `u_king` and False in `covered`, never zero.
+
+With `orders="any"` (battle logs, whose positions the platform randomised, so no cell needs
+balancing) a cell judged in one order only is covered too, with that order's mean as u_king.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+
+import duckdb
+import numpy as np
+
+from eqarena.options import MissingPolicy, OrderRule, choice
+
+DROP_POLICIES = (MissingPolicy.REFUSE, MissingPolicy.DROP_PROMPTS, MissingPolicy.DROP_MODELS)
+
+
+class IncompleteTensorError(ValueError):
+    """The judgments leave (prompt, model pair) cells uncovered and no drop policy was given."""
+
+
+class UnknownJudgeError(LookupError):
+    """A requested judge has no judgment on the dataset."""
+
+
+@dataclass(frozen=True, eq=False)
+class PayoffTensor:
+    """u_king[P, M, M] with its coverage mask and labels.
+
+    `u_king` is NaN where `covered` is False; the diagonal is 0 and covered. `samples[p, i, j]` counts
+    the ok judgments with model i shown as assistant A and j as B on prompt p. `imputed` (or None) marks
+    cells filled by `--missing impute` (covered, with 0 samples).
+    """
+
+    dataset: str
+    judges: tuple[str, ...]
+    prompts: tuple[str, ...]
+    models: tuple[str, ...]
+    u_king: np.ndarray
+    covered: np.ndarray
+    samples: np.ndarray
+    fingerprint: str
+    inputs: tuple[tuple[str, str, int], ...] = ()  # (judge, status, judgment rows read)
+    imputed: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.u_king.shape
+
+    @property
+    def missing_pairs(self) -> np.ndarray:
+        """(P, M, M) bool: uncovered cells above the diagonal (each unordered pair once)."""
+        return ~self.covered & np.triu(np.ones(self.covered.shape[1:], dtype=bool), k=1)[None]
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.covered.all())
+
+    def pair_coverage(self) -> np.ndarray:
+        """(M, M) number of prompts on which the ordered pair (i, j) is covered."""
+        return self.covered.sum(axis=0)
+
+    def take(self, prompt_index: np.ndarray, model_index: np.ndarray) -> PayoffTensor:
+        """The sub-tensor on the given prompt and model indices (in that order)."""
+        p, m = np.asarray(prompt_index, dtype=int), np.asarray(model_index, dtype=int)
+        sub = np.ix_(p, m, m)
+        return replace(
+            self,
+            prompts=tuple(self.prompts[k] for k in p),
+            models=tuple(self.models[k] for k in m),
+            u_king=self.u_king[sub],
+            covered=self.covered[sub],
+            samples=self.samples[sub],
+            imputed=None if self.imputed is None else self.imputed[sub],
+        )
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """What a missing-data policy removed: (name, uncovered unordered-pair cells it was part of), or
+    for `impute`, how many of the (prompt, unordered pair) cells it filled."""
+
+    policy: str
+    prompts: tuple[tuple[str, int], ...] = ()
+    models: tuple[tuple[str, int], ...] = ()
+    imputed_cells: int = 0
+    total_cells: int = 0
+
+    def summary(self) -> str:
+        if self.imputed_cells:
+            return (f"--missing impute filled {self.imputed_cells:,} of {self.total_cells:,} (prompt, model pair) "
+                    f"cells ({self.imputed_cells / self.total_cells:.1%}) with prompt-wise Bradley-Terry predictions")
+        if not self.prompts and not self.models:
+            return "nothing dropped (the tensor is complete)"
+        parts = []
+        if self.prompts:
+            parts.append(f"{len(self.prompts)} prompt(s): " + _listing([n for n, _ in self.prompts]))
+        if self.models:
+            parts.append(f"{len(self.models)} model(s): " + _listing([n for n, _ in self.models]))
+        return f"--missing {self.policy} dropped " + "; ".join(parts)
+
+
+def _listing(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+def _natural_key(name: str) -> tuple:
+    return (0, int(name), "") if name.isdigit() else (1, 0, name)
+
+
+def _index_table(column: str) -> str:
+    """SQL for a (column, k) table from the list parameter $column: k is the 0-based position."""
+    return f"SELECT unnest(${column}::VARCHAR[]) AS {column}, unnest(range(len(${column}::VARCHAR[]))) AS k"
+
+
+def _judge_filter(template_hash: str | None) -> str:
+    return " AND template_hash = $template_hash" if template_hash is not None else ""
+
+
+def available_judges(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
+    """Judges with at least one judgment on `dataset`, sorted."""
+    rows = con.execute(
+        "SELECT DISTINCT judge FROM judgments WHERE dataset = ? ORDER BY judge", [dataset]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def assemble_tensor(
+    con: duckdb.DuckDBPyConnection,
+    dataset: str,
+    judges: list[str] | tuple[str, ...],
+    *,
+    template_hash: str | None = None,
+    orders: OrderRule = OrderRule.BOTH,
+) -> PayoffTensor:
+    """Position-balanced u_king[P, M, M] and coverage mask for one judge or a pooled set.
+
+    `orders`: "both" (a cell needs ok judgments in both orders) or "any" (module docstring).
+
+    The prompts are those of `dataset` (table prompts) plus any judged prompt; the models those with a
+    response on it plus any judged model, so a model nobody judged shows up as uncovered.
+    Raises UnknownJudgeError naming the judge when a requested judge has no judgment on the dataset.
+    """
+    judges = tuple(dict.fromkeys(judges))
+    if not judges:
+        raise ValueError("at least one judge is required")
+    orders = choice(OrderRule, orders, "orders")
+    present = set(available_judges(con, dataset))
+    absent = [j for j in judges if j not in present]
+    if absent:
+        have = ", ".join(sorted(present)) or "none"
+        raise UnknownJudgeError(
+            f"no judgments by judge {', '.join(absent)} on dataset {dataset!r} (judges present: {have})")
+    params = {"dataset": dataset, "judges": list(judges)}
+    if template_hash is not None:
+        params["template_hash"] = template_hash
+    where = f"dataset = $dataset AND list_contains($judges, judge){_judge_filter(template_hash)}"
+
+    prompts = {r[0] for r in con.execute(
+        f"SELECT prompt_id FROM prompts WHERE dataset = $dataset "
+        f"UNION SELECT DISTINCT prompt_id FROM judgments WHERE {where}", params).fetchall()}
+    models = {r[0] for r in con.execute(
+        f"SELECT model_id FROM responses WHERE dataset = $dataset "
+        f"UNION SELECT model_a FROM judgments WHERE {where} "
+        f"UNION SELECT model_b FROM judgments WHERE {where}", params).fetchall()}
+    prompt_names = sorted(prompts, key=_natural_key)
+    model_names = sorted(models, key=_natural_key)
+
+    inputs = con.execute(
+        f"SELECT judge, status, count(*) AS n, "
+        f"bit_xor(hash(template_hash, prompt_id, model_a, model_b, sample_index, status, score)) AS h "
+        f"FROM judgments WHERE {where} GROUP BY judge, status ORDER BY judge, status", params).fetchall()
+    digest = hashlib.sha256()
+    for judge, status, n, h in inputs:
+        digest.update(f"{judge}|{status}|{n}|{h};".encode())
+    digest.update(("|".join(prompt_names) + "#" + "|".join(model_names)).encode())
+
+    # One pass: per (judge, prompt, A, B) mean, then the judge-mean per order, with dense indices.
+    cells = con.execute(
+        f"""
+        WITH p AS ({_index_table('prompts')}),
+             m AS ({_index_table('models')}),
+             per_judge AS (
+                 SELECT judge, prompt_id, model_a, model_b, avg(score) AS s, count(*) AS n
+                 FROM judgments WHERE {where} AND status = 'ok'
+                 GROUP BY judge, prompt_id, model_a, model_b),
+             per_order AS (
+                 SELECT prompt_id, model_a, model_b, avg(s) AS s, sum(n) AS n
+                 FROM per_judge GROUP BY prompt_id, model_a, model_b)
+        SELECT p.k AS pi, a.k AS ai, b.k AS bi, o.s, o.n
+        FROM per_order o
+        JOIN p ON p.prompts = o.prompt_id
+        JOIN m a ON a.models = o.model_a
+        JOIN m b ON b.models = o.model_b
+        """,
+        {**params, "prompts": prompt_names, "models": model_names},
+    ).fetchnumpy()
+
+    P, M = len(prompt_names), len(model_names)
+    order_mean = np.full((P, M, M), np.nan)
+    samples = np.zeros((P, M, M), dtype=np.int64)
+    pi, ai, bi = (np.asarray(cells[c], dtype=np.int64) for c in ("pi", "ai", "bi"))
+    order_mean[pi, ai, bi] = np.asarray(cells["s"], dtype=np.float64)
+    samples[pi, ai, bi] = np.asarray(cells["n"], dtype=np.int64)
+
+    # i's view: s(i as A) in the first order, -s(j as A) in the second; equal weight per order.
+    mirrored = np.swapaxes(order_mean, 1, 2)
+    u_king = 0.5 * (order_mean - mirrored)
+    if orders == "any":
+        u_king = np.where(np.isnan(mirrored), order_mean, np.where(np.isnan(order_mean), -mirrored, u_king))
+    diagonal = np.eye(M, dtype=bool)[None]
+    covered = ~np.isnan(u_king) | diagonal
+    u_king = np.where(diagonal, 0.0, u_king)
+    return PayoffTensor(
+        dataset=dataset,
+        judges=judges,
+        prompts=tuple(prompt_names),
+        models=tuple(model_names),
+        u_king=u_king,
+        covered=covered,
+        samples=samples,
+        fingerprint=digest.hexdigest()[:16],
+        inputs=tuple((j, s, int(n)) for j, s, n, _ in inputs),
+    )
+
+
+def apply_missing_policy(tensor: PayoffTensor, policy: MissingPolicy = MissingPolicy.REFUSE) -> tuple[PayoffTensor, Dropped]:
+    """Return a complete tensor, or raise IncompleteTensorError naming what is missing.
+
+    drop-prompts: remove every prompt with an uncovered cell. drop-models: remove models one at a time,
+    always the one in most uncovered cells (ties: alphabetical), until the rest is complete.
+    (`impute` fills cells with a model's predictions: tasks.assemble, not this function.)
+    """
+    if policy not in DROP_POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(DROP_POLICIES)}; got {policy!r}")
+    P, M, _ = tensor.shape
+    if P == 0 or M < 2:
+        raise IncompleteTensorError(
+            f"dataset {tensor.dataset!r} has {P} prompt(s) and {M} model(s) for judge(s) "
+            f"{', '.join(tensor.judges)}: a game needs at least 1 prompt and 2 models")
+    missing = tensor.missing_pairs
+    if not missing.any():
+        return tensor, Dropped(policy)
+    per_prompt = missing.sum(axis=(1, 2))
+    per_model = missing.sum(axis=(0, 2)) + missing.sum(axis=(0, 1))
+    if policy == "refuse":
+        bad_prompts = [tensor.prompts[k] for k in np.flatnonzero(per_prompt)]
+        bad_models = [tensor.models[k] for k in np.flatnonzero(per_model)]
+        total = P * M * (M - 1) // 2
+        raise IncompleteTensorError(
+            f"judgments of {', '.join(tensor.judges)} on {tensor.dataset!r} cover "
+            f"{total - int(missing.sum())} of {total} (prompt, model pair) cells: "
+            f"{int(missing.sum())} missing on {len(bad_prompts)} prompt(s) ({_listing(bad_prompts, 5)}) "
+            f"involving {len(bad_models)} model(s) ({_listing(bad_models, 5)}); "
+            f"judge the missing cells or pass --missing impute, drop-prompts or drop-models")
+    if policy == "drop-prompts":
+        keep = np.flatnonzero(per_prompt == 0)
+        if keep.size == 0:
+            raise IncompleteTensorError(
+                f"--missing drop-prompts would drop all {P} prompts: every prompt has a missing cell")
+        gone = tuple((tensor.prompts[k], int(per_prompt[k])) for k in np.flatnonzero(per_prompt))
+        return tensor.take(keep, np.arange(M)), Dropped(policy, prompts=gone)
+    # drop-models, greedy.
+    keep = list(range(M))
+    gone: list[tuple[str, int]] = []
+    while True:
+        sub = missing[np.ix_(range(P), keep, keep)] | missing[np.ix_(range(P), keep, keep)].swapaxes(1, 2)
+        counts = sub.sum(axis=(0, 2))
+        if counts.max() == 0:
+            break
+        worst = min(range(len(keep)), key=lambda k: (-counts[k], tensor.models[keep[k]]))
+        gone.append((tensor.models[keep[worst]], int(counts[worst])))
+        del keep[worst]
+        if len(keep) < 2:
+            raise IncompleteTensorError(
+                f"--missing drop-models would leave fewer than 2 models (dropped {_listing([n for n, _ in gone])})")
+    return tensor.take(np.arange(P), np.asarray(keep)), Dropped(policy, models=tuple(gone))
+
+
+def read_battles(
+    con: duckdb.DuckDBPyConnection, tensor: PayoffTensor, *, template_hash: str | None = None
+) -> dict[str, np.ndarray]:
+    """Every ok judgment behind `tensor` (its judges, prompts and models) as index arrays.
+
+    Returns {'model_a': int[n], 'model_b': int[n], 'score': float[n], 'prompt': int[n]} with model
+    indices into tensor.models and prompt indices into tensor.prompts; score is A's (+1 A wins).
+    """
+    params = {"dataset": tensor.dataset, "judges": list(tensor.judges),
+              "prompts": list(tensor.prompts), "models": list(tensor.models)}
+    if template_hash is not None:
+        params["template_hash"] = template_hash
+    out = con.execute(
+        f"""
+        WITH p AS ({_index_table('prompts')}),
+             m AS ({_index_table('models')})
+        SELECT p.k AS prompt, a.k AS model_a, b.k AS model_b, j.score AS score
+        FROM judgments j
+        JOIN p ON p.prompts = j.prompt_id
+        JOIN m a ON a.models = j.model_a
+        JOIN m b ON b.models = j.model_b
+        WHERE j.dataset = $dataset AND list_contains($judges, j.judge) AND j.status = 'ok'
+              {_judge_filter(template_hash)}
+        ORDER BY prompt, model_a, model_b, j.judge, j.sample_index
+        """,
+        params,
+    ).fetchnumpy()
+    return {
+        "prompt": np.asarray(out["prompt"], dtype=np.int64),
+        "model_a": np.asarray(out["model_a"], dtype=np.int64),
+        "model_b": np.asarray(out["model_b"], dtype=np.int64),
+        "score": np.asarray(out["score"], dtype=np.float64),
+    }
