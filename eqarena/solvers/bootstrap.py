@@ -238,6 +238,7 @@ def bootstrap_ratings(
     imputed: np.ndarray | None = None,
     map_units: UnitMap = serial_map,
     confidence: float = CONFIDENCE,
+    batched: bool | None = None,
 ) -> list[BootstrapRatings]:
     """Bootstrap every equilibrium method of `methods` (names of the method registry) under every
     scheme of `schemes`.
@@ -246,7 +247,10 @@ def bootstrap_ratings(
     "judgments"; `warehouse.tensor.read_battles` layout); imputed (P, M, M) bool or None. Replicate b
     of a scheme is the same game for every method (common random numbers) and depends only on
     (seed, scheme, b), not on how `map_units` spreads the units of `_CHUNK` replicates (default: this
-    process, one after another). Returns one BootstrapRatings per (method, scheme), methods outer.
+    process, one after another). batched: solve the replicates of CCE methods together
+    (`solvers.batched`; replicates it cannot take, or that end above 1e-6, are re-solved one by one:
+    diagnostics["fallback"]); None (default) batches when JAX runs on an accelerator, where it pays
+    (bench/bootstrap.py). Returns one BootstrapRatings per (method, scheme), methods outer.
     """
     if any(not get_method(m).is_equilibrium for m in methods) or any(s not in SCHEMES for s in schemes):
         raise ValueError(f"methods must be equilibrium methods of the registry, schemes among {SCHEMES}")
@@ -255,15 +259,36 @@ def bootstrap_ratings(
     if "judgments" in schemes and battles is None:
         raise ValueError('the "judgments" scheme needs the battles behind u_king')
     solver = ReplicateSolver(np.asarray(u_king, dtype=np.float64), seed, battles, imputed)
+    if batched is None:
+        batched = accelerated()
+    together = {m for m in methods if batched and get_method(m).concept == "cce"
+                and get_method(m).target in ("affinity", "uniform")}
     units = [(m, s, b, min(b + _CHUNK, replicates)) for b in range(0, replicates, _CHUNK)
-             for s in schemes for m in methods]
+             for s in schemes for m in methods if m not in together]
     collected: dict[tuple[str, str], list] = {}
-    for method, scheme, first, r, e, sec in map_units(solver, units):
+    fallbacks: dict[tuple[str, str], int] = {}
+    for method, scheme, first, r, e, sec in map_units(solver, units) if units else ():
         collected.setdefault((method, scheme), []).append((first, r, e, sec))
+    for m in methods:
+        for s in schemes:
+            if m in together:
+                from eqarena.solvers.batched_bootstrap import batched_replicates
+
+                start = time.perf_counter()
+                r, e, fallbacks[(m, s)] = batched_replicates(solver, m, s, replicates)
+                collected[(m, s)] = [(0, r, e, time.perf_counter() - start)]
     out = []
     for m in methods:
         for s in schemes:
             parts = sorted(collected[(m, s)], key=lambda p: p[0])
             out.append(summarise(m, s, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]),
                                  confidence, sum(p[3] for p in parts)))
+            out[-1].diagnostics.update(batched=(m, s) in fallbacks, fallback=fallbacks.get((m, s), 0))
     return out
+
+
+def accelerated() -> bool:
+    """Whether JAX's default device is an accelerator (GPU, TPU): there batched solves pay."""
+    import jax
+
+    return jax.default_backend() != "cpu"
