@@ -1,0 +1,87 @@
+"""Benchmark: bootstrap replicates solved one by one (NumPy, JAX), on worker processes, and as batches.
+
+    uv run python bench/batched.py [--prompts 500] [--models 17] [--replicates 200] [--workers 2] [--seed 0]
+    JAX_PLATFORMS=cuda uv run python bench/batched.py     # the same table on a GPU
+
+The game is `synthetic_king_tensor(P, M, seed)`, the scheme "prompts". Rows, all measured in this run:
+one NE + one CCE solve of the full game with the NumPy and with the JAX backend (the reference is the
+faster); the NE + CCE bootstrap on `--workers` processes (`bootstrap_ratings(batched=False)`); the CCE
+bootstrap as batches (`solvers.batched`, `batched=True`), first call (with compilation) and again;
+the NE replicates stay one-by-one NumPy solves (module docstring of solvers/batched_bootstrap.py).
+"x reference" divides by the reference row; "per solve" by the solves of the row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompts", type=int, default=500)
+    parser.add_argument("--models", type=int, default=17)
+    parser.add_argument("--replicates", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    import jax
+
+    from eqarena.solvers import cce, koth_game, nash, synthetic_king_tensor
+    from eqarena.solvers.bootstrap import bootstrap_ratings
+    from eqarena.tasks.parallel import process_map
+
+    u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
+    game = koth_game(u)
+    n = args.replicates
+    rows = []
+
+    def timed(label, solves, run):
+        start = time.perf_counter()
+        out = run()
+        seconds = time.perf_counter() - start
+        expl = max(out) if isinstance(out, list) else out
+        rows.append((label, solves, seconds, expl))
+        return seconds
+
+    nash(game), cce(game), nash(game, backend="jax"), cce(game, backend="jax")  # first-call costs
+    numpy_one = timed("single solve NumPy: 1 NE + 1 CCE", 2,
+                      lambda: [nash(game).exploitability, cce(game, backend="numpy").exploitability])
+    jax_one = timed("single solve JAX: 1 NE + 1 CCE", 2,
+                    lambda: [nash(game, backend="jax").exploitability, cce(game, backend="jax").exploitability])
+    reference = min(numpy_one, jax_one)
+    common = {"replicates": n, "seed": args.seed, "schemes": ("prompts",)}
+
+    def expl_of(results):
+        return [r.diagnostics["max_exploitability"] for r in results]
+
+    timed(f"process pool ({args.workers}): {n} NE + {n} CCE", 2 * n, lambda: expl_of(bootstrap_ratings(
+        u, ["ne", "cce"], batched=False, map_units=process_map(args.workers), **common)))
+    timed(f"process pool ({args.workers}): {n} CCE", n, lambda: expl_of(bootstrap_ratings(
+        u, ["cce"], batched=False, map_units=process_map(args.workers), **common)))
+    fallback = []
+
+    def batched():
+        out = bootstrap_ratings(u, ["cce"], batched=True, **common)
+        fallback.append(out[0].diagnostics["fallback"])
+        return expl_of(out)
+
+    timed(f"batched: {n} CCE (first call, compiling)", n, batched)
+    timed(f"batched: {n} CCE", n, batched)
+
+    print(f"bootstrap of u_king {args.prompts} x {args.models} x {args.models}, {n} replicates (prompts), "
+          f"JAX platform {jax.default_backend()} ({jax.devices()[0].device_kind}), {os.cpu_count()} CPUs")
+    print()
+    header = f"{'step':<46} {'wall s':>8} {'per solve s':>12} {'x reference':>12} {'max expl.':>10}"
+    print(header)
+    print("-" * len(header))
+    for label, solves, seconds, expl in rows:
+        print(f"{label:<46} {seconds:>8.2f} {seconds / solves:>12.4f} {seconds / reference:>12.1f} {expl:>10.1e}")
+    print()
+    print(f"batched replicates re-solved one by one (fallback): {fallback}")
+
+
+if __name__ == "__main__":
+    main()
