@@ -5,8 +5,8 @@
     run = eqarena.rate("vicuna80", db="ratings.duckdb", judges=["prd:gpt4"], bootstrap=50)
     eqarena.read_ratings("ratings.duckdb", method="ne")        # a polars frame, best model first
 
-`ingest` and `rate` run the same Prefect flows as the command line (with a temporary Prefect API
-when none is configured, started once per process) and store everything in the DuckDB warehouse;
+`ingest` and `rate` run the same pipelines as the command line, as plain Python (no Prefect), and
+store everything in the DuckDB warehouse;
 `read_ratings` only reads it. The solvers work on arrays without any of this: `eqarena.solvers.nash`,
 `eqarena.solvers.cce`, `eqarena.solvers.bradley_terry`, ...
 """
@@ -22,7 +22,7 @@ from eqarena.options import BootstrapOptions, IngestOptions, MissingPolicy, Orde
 if TYPE_CHECKING:
     import polars as pl
 
-    from eqarena.flows.rate import RateResult
+    from eqarena.pipelines.rate import RateResult
     from eqarena.tasks.ingest import IngestSummary
 
 Db = str | PathLike | None
@@ -36,11 +36,9 @@ def ingest(source: str = IngestOptions.source, *, db: Db = None, name: str | Non
            replace: bool = False) -> IngestSummary:
     """Load a bundled dataset (`vicuna80`, `arena-hard-v0.1`) or an arena-hard directory into the
     warehouse `db` (default: $EQARENA_DB, else ./eqarena.duckdb); idempotent."""
-    from eqarena.flows.ingest import ingest_flow
-    from eqarena.orchestration.prefect_api import ensure_prefect_api
+    from eqarena.pipelines.ingest import ingest as ingest_pipeline
 
-    ensure_prefect_api()
-    return ingest_flow(IngestOptions(source=source, name=name, replace=replace), _db(db))
+    return ingest_pipeline(IngestOptions(source=source, name=name, replace=replace), _db(db))
 
 
 def rate(dataset: str, *, db: Db = None, judges: Sequence[str] = (), methods: Sequence[str] | None = None,
@@ -49,13 +47,11 @@ def rate(dataset: str, *, db: Db = None, judges: Sequence[str] = (), methods: Se
     """Rate the models and prompts of `dataset` from the judgments of `judges` (default: all) by
     `methods` (names of the method registry; default: its default methods); a new rate run in `db`.
     Returns its run id, shape and each equilibrium's exploitability; `read_ratings` reads the ratings."""
-    from eqarena.flows.rate import rate_flow
-    from eqarena.orchestration.prefect_api import ensure_prefect_api
+    from eqarena.pipelines.rate import rate as rate_pipeline
 
     options = RateOptions(dataset=dataset, judges=tuple(judges), methods=None if methods is None else tuple(methods),
                           missing=missing, orders=orders, bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed))
-    ensure_prefect_api()
-    return rate_flow(options, _db(db))
+    return rate_pipeline(options, _db(db))
 
 
 def read_ratings(db: Db = None, run_id: str | None = None, *, method: str | None = None,

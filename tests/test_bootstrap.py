@@ -10,6 +10,7 @@ import pytest
 from eqarena import solvers, warehouse
 from eqarena.options import BootstrapOptions, IngestOptions, RateOptions
 from eqarena.solvers.bootstrap import (
+    Settling,
     bootstrap_ratings,
     judgment_replicate,
     prompt_replicate,
@@ -137,6 +138,24 @@ def test_same_seed_same_replicates_whatever_the_workers():
     for x, y, z in zip(a, b, c):
         np.testing.assert_array_equal(x.ratings, y.ratings)
         assert not np.array_equal(x.ratings, z.ratings)
+
+
+def test_settling_stops_at_a_prefix_of_the_same_replicates_and_says_why():
+    u = solvers.synthetic_king_tensor(20, 4, seed=2)
+    seen = []
+    full = bootstrap_ratings(u, ["ne", "cce"], replicates=40, seed=3, schemes=("prompts",), progress=seen.append)
+    assert seen == [8, 16, 24, 32, 40] and all(r.diagnostics["stopped"] == "all replicates" for r in full)
+    # Any movement counts as settled: it stops at the first check from min_replicates on.
+    loose = bootstrap_ratings(u, ["ne", "cce"], replicates=40, seed=3, schemes=("prompts",),
+                              settling=Settling(tol=1e9, min_replicates=16, every=8))
+    assert all(len(r.ratings) == 16 and r.diagnostics["stopped"].startswith("settled") for r in loose)
+    for short, long in zip(loose, full):
+        np.testing.assert_array_equal(short.ratings, long.ratings[:16])
+    # Nothing moves by less than 0: with tol 0 every replicate is solved.
+    strict = bootstrap_ratings(u, ["ne"], replicates=40, seed=3, schemes=("prompts",),
+                               settling=Settling(tol=0.0, min_replicates=16, every=8))
+    assert strict[0].diagnostics["stopped"] == "all replicates"
+    np.testing.assert_array_equal(strict[0].ratings, full[0].ratings)
 
 
 @pytest.mark.slow

@@ -67,3 +67,31 @@ def test_the_probe_sees_a_flow_load_prefect(db):
     result = subprocess.run([sys.executable, "-c", PROBE, "report", "--run", "rate-nope", "--db", str(db)],
                             capture_output=True, text=True, timeout=300, env=env)
     assert json.loads(result.stderr.splitlines()[-1])["prefect"] is True
+
+
+@pytest.mark.parametrize("args", [
+    ["import", "pairwise", "{examples}/pairwise.csv"],
+    ["rate", "-j", "my-judge", "--methods", "bt,ne", "--bootstrap", "0"],
+], ids=["import", "rate"])
+def test_without_a_prefect_api_pipelines_run_without_prefect(tmp_path, args):
+    """No Prefect API configured: the command runs its pipeline as plain Python (Prefect not even
+    imported), and its run has no flow run id."""
+    from pathlib import Path
+
+    import duckdb
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "import"
+    db = tmp_path / "plain.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), EQARENA_PREFECT="auto")
+    setup = subprocess.run([sys.executable, "-c", PROBE, "import", "pairwise", str(examples / "pairwise.csv"),
+                            "--db", str(db)], capture_output=True, text=True, timeout=300, env=env)
+    assert setup.returncode == 0, setup.stderr
+    result = subprocess.run([sys.executable, "-c", PROBE, *[a.format(examples=examples) for a in args], "--db", str(db)],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stderr.splitlines()[-1])["prefect"] is False
+    with duckdb.connect(str(db), read_only=True) as con:
+        kinds = con.execute("SELECT kind, flow_run_id FROM runs ORDER BY started_at").fetchall()
+    assert [k for k, _ in kinds] == (["import", "import"] if args[0] == "import" else ["import", "rate"])
+    assert all(flow_run_id is None for _, flow_run_id in kinds)

@@ -30,6 +30,13 @@ SAMPLES = [
 ]
 
 
+# Judgments as the rate flow sees them: stored pairwise rows, and every ordered pair of two models'
+# scores on a prompt (score tables are stored as scores, their pairs derived when rating).
+JUDGED = ("(SELECT judge, dataset, prompt_id, model_a, model_b, status FROM judgments UNION ALL "
+          "SELECT a.judge, a.dataset, a.prompt_id, a.model_id, b.model_id, 'ok' FROM scores a JOIN scores b "
+          "USING (judge, template_hash, dataset, prompt_id) WHERE a.model_id <> b.model_id)")
+
+
 def cli(*args: str):
     return runner.invoke(app, [str(a) for a in args])
 
@@ -37,7 +44,7 @@ def cli(*args: str):
 def judged_cells(db: Path, dataset: str, orders: str) -> set[tuple[str, str, str]]:
     """(prompt, model i, model j) with an ok judgment in both orders (or either, for orders "any"):
     the cells that are not imputed."""
-    ordered = set(query(db, "SELECT DISTINCT prompt_id, model_a, model_b FROM judgments "
+    ordered = set(query(db, "SELECT DISTINCT prompt_id, model_a, model_b FROM " + JUDGED + " "
                             "WHERE dataset = ? AND status = 'ok'", [dataset]))
     if orders == "any":
         return ordered | {(p, b, a) for p, a, b in ordered}
@@ -46,7 +53,7 @@ def judged_cells(db: Path, dataset: str, orders: str) -> set[tuple[str, str, str
 
 def one_order_cells(db: Path, dataset: str) -> set[tuple[str, str, str]]:
     """(prompt, i, j) with ok judgments in exactly one of the two orders."""
-    ordered = set(query(db, "SELECT DISTINCT prompt_id, model_a, model_b FROM judgments "
+    ordered = set(query(db, "SELECT DISTINCT prompt_id, model_a, model_b FROM " + JUDGED + " "
                             "WHERE dataset = ? AND status = 'ok'", [dataset]))
     return {(p, a, b) for p, a, b in ordered if (p, b, a) not in ordered} | \
         {(p, b, a) for p, a, b in ordered if (p, b, a) not in ordered}
@@ -57,13 +64,13 @@ def test_sample_imports_rates_and_reports(tmp_path, prefect_harness, fmt, path, 
     db = tmp_path / "w.duckdb"
     first = cli("import", fmt, path, "--db", db)
     assert first.exit_code == 0, first.output
-    stored = query(db, "SELECT count(*), count(DISTINCT judge) FROM judgments WHERE dataset = ?", [dataset])[0]
+    stored = query(db, f"SELECT count(*), count(DISTINCT judge) FROM {JUDGED} WHERE dataset = ?", [dataset])[0]
     assert stored[0] > 0 and stored[1] == 1
     assert f"judges: {judge}" in first.stdout
     again = cli("import", fmt, path, "--db", db)
     assert again.exit_code == 0, again.output
     assert re.search(rf"{dataset}: 0 new, \d+ unchanged, 0 changed", again.stdout), again.stdout
-    assert query(db, "SELECT count(*) FROM judgments")[0][0] == stored[0]
+    assert query(db, f"SELECT count(*) FROM {JUDGED}")[0][0] == stored[0]
     runs = query(db, "SELECT status FROM runs WHERE kind = 'import'")
     assert [r[0] for r in runs] == ["ok", "ok"]
 
@@ -71,8 +78,8 @@ def test_sample_imports_rates_and_reports(tmp_path, prefect_harness, fmt, path, 
     assert rated.exit_code == 0, rated.output
     run_id = query(db, "SELECT run_id FROM latest_rate_run")[0][0]
     models = {m for (m,) in query(db, "SELECT DISTINCT model_id FROM latest_model_ratings")}
-    judged_models = {m for (m,) in query(db, "SELECT model_a FROM judgments WHERE dataset = ? "
-                                            "UNION SELECT model_b FROM judgments WHERE dataset = ?",
+    judged_models = {m for (m,) in query(db, f"SELECT model_a FROM {JUDGED} WHERE dataset = ? "
+                                            f"UNION SELECT model_b FROM {JUDGED} WHERE dataset = ?",
                                          [dataset, dataset])}
     assert models == judged_models
     # Exactly the cells without a judgment in both orders are imputed.

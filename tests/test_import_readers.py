@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
-from eqarena.datasets.records import DatasetError
+from eqarena.datasets.records import DatasetError, judgment_records
 from eqarena.importers.arena_hard_auto import default_dataset_name, read_arena_hard_judgments
 from eqarena.importers.battles import read_battles
 from eqarena.importers.pairwise import read_pairwise_table
 from eqarena.importers.scores import payoff_template, read_score_table
+from eqarena.warehouse.tensor import score_payoffs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
 AHA_DIR = EXAMPLES / "tiny-bench" / "model_judgment"
@@ -24,8 +26,8 @@ def write_jsonl(path: Path, rows: list) -> Path:
     return path
 
 
-def by_key(judgments) -> dict:
-    return {(j.judge, j.prompt_id, j.model_a, j.model_b, j.sample_index): j for j in judgments}
+def by_key(judgments: pl.DataFrame) -> dict:
+    return {(j.judge, j.prompt_id, j.model_a, j.model_b, j.sample_index): j for j in judgment_records(judgments)}
 
 
 # ---- arena-hard-auto ------------------------------------------------------------------------------
@@ -47,7 +49,7 @@ def test_arena_hard_auto_games_keep_order_and_labels():
     assert game1.raw_text == line["games"][0]["judgment"]
     assert game1.template_hash == "arena-hard-auto"
     # The game without a label is kept as unparsed, with its text, never scored 0.
-    unparsed = [j for j in data.judgments if j.status == "unparsed"]
+    unparsed = [j for j in judgment_records(data.judgments) if j.status == "unparsed"]
     assert len(unparsed) == 1 and unparsed[0].score is None and unparsed[0].verdict is None
     assert (unparsed[0].prompt_id, unparsed[0].model_a) == ("q05", "cirrus-70b")
     assert "hard to compare" in unparsed[0].raw_text
@@ -62,7 +64,7 @@ def test_arena_hard_auto_v2_layout_names_baseline_and_template(tmp_path):
          "games": [game, None]},
     ])
     imported = read_arena_hard_judgments([path], "bench", None)
-    (only,) = imported.dataset.judgments
+    (only,) = judgment_records(imported.dataset.judgments)
     assert (only.model_a, only.model_b, only.verdict, only.score) == ("o3-mini", "model-x", "A>B", 0.5)
     assert only.judge == "arena-hard-auto:judge-y" and only.raw_text == "... [[B<A]]"
     assert len(only.template_hash) == 16 and only.template_hash != "arena-hard-auto"
@@ -76,7 +78,7 @@ def test_arena_hard_auto_baseline_option_and_self_games(tmp_path):
         {"question_id": 2, "model": "base", "judge": "j", "games": games},
     ])
     imported = read_arena_hard_judgments([path], "d", "base")
-    assert {(j.prompt_id, j.model_a, j.model_b) for j in imported.dataset.judgments} == {("1", "base", "m"),
+    assert {(j.prompt_id, j.model_a, j.model_b) for j in judgment_records(imported.dataset.judgments)} == {("1", "base", "m"),
                                                                                          ("1", "m", "base")}
     assert any("baseline against itself" in n for n in imported.notes)
 
@@ -123,14 +125,14 @@ def test_battles_without_question_id_pool_on_one_prompt_and_turns_split(tmp_path
         {"model_a": "x", "model_b": "y", "winner": "tie"},
     ])
     imported = read_battles([pooled], None, "arena-users")
-    assert {(j.prompt_id, j.sample_index, j.score, j.judge) for j in imported.dataset.judgments} == {
+    assert {(j.prompt_id, j.sample_index, j.score, j.judge) for j in judgment_records(imported.dataset.judgments)} == {
         ("all", 0, 1.0, "arena-users"), ("all", 1, 0.0, "arena-users")}
     assert "one prompt" in imported.notes[0]
     turns = write_jsonl(tmp_path / "mt.jsonl", [
         {"question_id": 81, "turn": 1, "model_a": "x", "model_b": "y", "winner": "model_b"},
         {"question_id": 81, "turn": 2, "model_a": "x", "model_b": "y", "winner": "model_b"},
     ])
-    assert {j.prompt_id for j in read_battles([turns], None, None).dataset.judgments} == {"81", "81#2"}
+    assert {j.prompt_id for j in judgment_records(read_battles([turns], None, None).dataset.judgments)} == {"81", "81#2"}
 
 
 def test_battles_json_array_and_parquet(tmp_path):
@@ -141,7 +143,7 @@ def test_battles_json_array_and_parquet(tmp_path):
     parquet = tmp_path / "battles.parquet"
     pl.DataFrame(rows).write_parquet(parquet)
     for path in (array, parquet):
-        scores = sorted((j.model_a, j.score) for j in read_battles([path], "d", None).dataset.judgments)
+        scores = sorted((j.model_a, j.score) for j in judgment_records(read_battles([path], "d", None).dataset.judgments))
         assert scores == [("x", -1.0), ("y", 1.0)]
 
 
@@ -183,7 +185,7 @@ def test_pairwise_scores_ids_and_default_samples(tmp_path):
     path = tmp_path / "mine.csv"
     path.write_text("question_id,model_a,model_b,score\n007,x,y,0.25\n007,x,y,-1\n8,y,x,1\n")
     data = read_pairwise_table([path], "d", None).dataset
-    assert sorted((j.prompt_id, j.model_a, j.sample_index, j.score, j.judge) for j in data.judgments) == [
+    assert sorted((j.prompt_id, j.model_a, j.sample_index, j.score, j.judge) for j in judgment_records(data.judgments)) == [
         ("007", "x", 0, 0.25, "imported:mine"), ("007", "x", 1, -1.0, "imported:mine"),
         ("8", "y", 0, 1.0, "imported:mine")]
 
@@ -219,36 +221,32 @@ def test_pairwise_jsonl_line_numbers_count_blank_lines(tmp_path):
 
 # ---- per-prompt scores -----------------------------------------------------------------------------
 
-def test_score_table_payoffs_are_clipped_differences():
+def test_score_table_keeps_every_score_and_its_payoff_rule():
     imported = read_score_table([EXAMPLES / "scores.csv"], None, None)
     data = imported.dataset
     frame = pl.read_csv(EXAMPLES / "scores.csv", infer_schema=False)
     models = [c for c in frame.columns if c != "prompt_id"]
-    judged = by_key(data.judgments)
-    expected = 0
-    for row in frame.iter_rows(named=True):
-        for a in models:
-            for b in models:
-                if a == b or not row[a] or not row[b]:
-                    continue
-                expected += 1
-                j = judged[("scores:scores", row["prompt_id"], a, b, 0)]
-                assert j.score == pytest.approx(max(-1.0, min(1.0, float(row[a]) - float(row[b]))), abs=1e-12)
-                assert j.template_hash == payoff_template("clip-diff", 1.0)
-    assert len(data.judgments) == expected == 8 * 12 - 2 * 6
+    expected = {(row["prompt_id"], m): float(row[m]) for row in frame.iter_rows(named=True) for m in models if row[m]}
+    stored = {(p, m): s for p, m, s in data.scores.select("prompt_id", "model_id", "score").iter_rows()}
+    assert stored == expected and len(stored) == 8 * 4 - 2
+    assert set(data.scores["template_hash"]) == {payoff_template("clip-diff", 1.0)}
+    assert set(data.scores["judge"]) == {"scores:scores"} and data.judgments.height == 0
     assert any("2 empty score cell(s)" in n for n in imported.notes)
 
 
-def test_score_table_long_layout_sign_and_scale(tmp_path):
+def test_score_payoffs_are_clipped_differences_or_signs(tmp_path):
     path = tmp_path / "bench.csv"
     path.write_text("task,model,score\nt1,x,90\nt1,y,40\nt1,z,90\n")
-    clipped = by_key(read_score_table([path], "d", "b", "clip-diff", 100.0).dataset.judgments)
-    assert clipped[("b", "t1", "x", "y", 0)].score == pytest.approx(0.5)
-    assert clipped[("b", "t1", "y", "x", 0)].score == pytest.approx(-0.5)
-    assert clipped[("b", "t1", "x", "z", 0)].score == 0.0
-    signs = by_key(read_score_table([path], "d", "b", "sign", 1.0).dataset.judgments)
-    assert signs[("b", "t1", "y", "z", 0)].score == -1.0
-    assert signs[("b", "t1", "z", "y", 0)].template_hash == "scores:sign/scale=1"
+    table = read_score_table([path], "d", "b", "clip-diff", 100.0).dataset.scores
+    assert set(table["scale"]) == {100.0} and set(table["payoff"]) == {"clip-diff"}
+    scores = np.array([90.0, 40.0, 90.0, np.nan])  # x, y, z, w (w not scored)
+    clipped = score_payoffs(scores, "clip-diff", 100.0)
+    assert clipped[0, 1] == pytest.approx(0.5) and clipped[1, 0] == pytest.approx(-0.5) and clipped[0, 2] == 0.0
+    assert np.isnan(clipped[3]).all() and np.isnan(np.diag(clipped)).all()
+    assert score_payoffs(scores * 10, "clip-diff", 1.0)[0, 1] == 1.0  # a gap of `scale` or more is decisive
+    signs = score_payoffs(scores, "sign", 1.0)
+    assert signs[1, 2] == -1.0 and signs[2, 1] == 1.0 and signs[0, 2] == 0.0
+    assert set(read_score_table([path], "d", "b", "sign", 1.0).dataset.scores["template_hash"]) == {"scores:sign/scale=1"}
 
 
 @pytest.mark.parametrize("body, message", [

@@ -70,9 +70,10 @@ def _server_children(pid: int) -> list[psutil.Process]:
 
 @pytest.mark.integration  # a killed eqarena process and its Prefect server
 def test_killed_command_leaves_no_prefect_server_behind(tmp_path):
-    """Without PREFECT_API_URL a command starts a temporary API server; SIGKILL of the command stops it."""
+    """A command run as a Prefect flow without a configured API (EQARENA_PREFECT=always) starts a
+    temporary API server; SIGKILL of the command stops it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), EQARENA_PREFECT="always")
     db = tmp_path / "w.duckdb"
     command = subprocess.Popen([str(EQARENA), "import", "pairwise", str(EXAMPLES / "pairwise.csv"), "--db", str(db)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -48,7 +48,7 @@ def rated(tmp_path_factory):
     options = RateOptions(dataset="syn", judges=("judge-s",), methods=METHODS, bootstrap=BootstrapOptions(4))
     assembled = assemble.fn(db, options)
     solved = [rate_method.fn(assembled.tensor, assembled.battles, m, 4, 0) for m in METHODS]
-    intervals, _ = bootstrap_equilibria.fn(assembled.tensor, assembled.battles, solved, 4, 0)
+    intervals, _ = bootstrap_equilibria.fn(assembled.tensor, assembled.battles, solved, options.bootstrap)
     run = RunRecord(run_id=new_run_id("rate"), kind="rate", started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
                     finished_at=datetime(2026, 1, 1, 0, 1, tzinfo=timezone.utc),
                     parameters=rate_parameters(options, METHODS, assembled.tensor.judges),

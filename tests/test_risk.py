@@ -313,3 +313,15 @@ def test_risk_dominance_rejects_bad_shapes():
         risk_dominance(u, [np.ones((2, 5)) / 5, np.ones((2, 3)) / 3, np.ones((3, 3)) / 3])
     with pytest.raises(IndexError):
         risk_dominance(u, [np.ones((2, 5)) / 5, np.ones((2, 3)) / 3, np.ones((2, 3)) / 3], reference=2)
+
+
+def test_redo_rounds_reuse_one_compiled_descent():
+    """Rounds after the first descend only the profiles not kept, with arrays of the same shapes: the
+    jitted descent compiles once per game, not once per round."""
+    from eqarena.solvers import risk
+
+    u = synthetic_king_tensor(23, 5, seed=11)  # a shape no other test uses
+    before = risk._descend._cache_size()
+    result = diverse_nash(u, num=24, seed=0, steps=150, rounds=3)
+    assert result.rounds == 3 and int(result.distinct.sum()) < 24  # some profiles were redone
+    assert risk._descend._cache_size() == before + 1

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from eqarena.cli.output import warehouse_file
-from eqarena.cli.support import DB_HELP, RUN_HELP, cli_errors, db_option, quiet_prefect
+from eqarena.cli.support import DB_HELP, RUN_HELP, cli_errors, db_option, run_pipeline
 from eqarena.options import CloneOptions, RiskOptions
 
 analyze_app = typer.Typer(
@@ -53,12 +53,10 @@ def analyze_clones(
 ) -> None:
     """How every method's model ranks move as copies of prompts adversarial to one model are added."""
     ns_exact, ns_noisy = parse_counts(n, "--n"), parse_counts(n_noisy, "--n-noisy")
-    from eqarena.flows.analyze import clones_flow
 
     options = CloneOptions(target=target, lam=lam, seed=seed, ns_exact=tuple(ns_exact), ns_noisy=tuple(ns_noisy),
                            noise=noise)
-    with quiet_prefect():
-        result = clones_flow(options, run, db_option(db))
+    result = run_pipeline("analyze-clones", options, run, db_option(db))
     _echo_result(result, db)
 
 
@@ -72,8 +70,5 @@ def analyze_risk(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Pure Nash equilibria, many mixed ones, and how risky each is when players miscoordinate."""
-    from eqarena.flows.analyze import risk_flow
-
-    with quiet_prefect():
-        result = risk_flow(RiskOptions(equilibria=equilibria, seed=seed), run, db_option(db))
+    result = run_pipeline("analyze-risk", RiskOptions(equilibria=equilibria, seed=seed), run, db_option(db))
     _echo_result(result, db)

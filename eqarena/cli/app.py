@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import typer
 
@@ -50,12 +51,20 @@ app.add_typer(analyze.analyze_app, name="analyze")
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. SIGINT and SIGTERM interrupt the command (KeyboardInterrupt), so
+    its worker processes are stopped and nothing partial is written, even when it was started in the
+    background with SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         app()
     except BaseException as exc:  # an unexpected error: its traceback, then nothing else
         release_frames(exc)
         raise
+
+
+def _interrupted(signum, frame) -> None:
+    raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
 
 
 if __name__ == "__main__":

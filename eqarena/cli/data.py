@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from eqarena.cli.output import print_changes, warehouse_file
-from eqarena.cli.support import DB_HELP, SOURCE_HELP, cli_errors, db_option, options_errors, quiet_prefect
+from eqarena.cli.support import DB_HELP, SOURCE_HELP, cli_errors, db_option, options_errors, run_pipeline
 from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions
 
 
@@ -23,10 +23,7 @@ def ingest(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Load prompts, answers (and recorded judgments) into the warehouse; idempotent, one transaction."""
-    from eqarena.flows.ingest import ingest_flow
-
-    with quiet_prefect():
-        summary = ingest_flow(IngestOptions(source=source, name=name, replace=replace), db_option(db))
+    summary = run_pipeline("ingest", IngestOptions(source=source, name=name, replace=replace), db_option(db))
     print_changes("ingest", summary)
 
 
@@ -74,10 +71,7 @@ def import_data(
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise FileNotFoundError(f"{missing[0]}: no such file or directory")
-    from eqarena.flows.importing import import_flow
-
-    with quiet_prefect():
-        result = import_flow(options, db_option(db))
+    result = run_pipeline("import", options, db_option(db))
     for note in result.notes:
         typer.secho(f"note: {note}", fg="yellow", err=True)
     print_changes("import", result.summary)

@@ -19,7 +19,7 @@ from eqarena.cli.support import (
     cli_errors,
     db_option,
     options_errors,
-    quiet_prefect,
+    run_pipeline,
     split_list,
 )
 from eqarena.options import (
@@ -91,10 +91,9 @@ def run(
     """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
     options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
                                analyses, yes)
-    from eqarena.flows.run import run_flow  # after the checks: a bad flag fails without loading Prefect
 
-    with cli_errors(*main_job_errors()), quiet_prefect():
-        summary = run_flow(options, db_option(db))
+    with cli_errors(*main_job_errors()):
+        summary = run_pipeline("run", options, db_option(db))
     print_model_ratings(db, summary.rate_run_id)
     for lines in summary.analyses.values():
         for line in lines:
@@ -124,10 +123,9 @@ def refresh(
     analyses and the report are recomputed only when their inputs changed. For schedules (see `serve`)."""
     options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
                                analyses, yes)
-    from eqarena.flows.refresh import refresh_flow  # after the checks: a bad flag fails without loading Prefect
 
-    with cli_errors(*main_job_errors()), quiet_prefect():
-        summary = refresh_flow(options, db_option(db), wait)
+    with cli_errors(*main_job_errors()):
+        summary = run_pipeline("refresh", options, db_option(db), wait)
     if summary.new_rate_run:  # read while the refresh held the warehouse: another run may write it now
         print_model_ratings(db, summary.rate_run_id, summary.model_ratings)
     typer.echo(summary.line())

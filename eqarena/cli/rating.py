@@ -22,21 +22,22 @@ from eqarena.cli.support import (
     cli_errors,
     db_option,
     options_errors,
-    quiet_prefect,
+    run_pipeline,
     split_list,
 )
 from eqarena.options import DEFAULT_OUT_DIR, BootstrapOptions, RateOptions
 
 
 def rate_options(methods: Optional[str], missing: str, orders: str = "both", bootstrap: int = 200, seed: int = 0,
-                 judges: Optional[list[str]] = None, dataset: Optional[str] = None) -> RateOptions:
+                 judges: Optional[list[str]] = None, dataset: Optional[str] = None,
+                 settle: float = BootstrapOptions.settle) -> RateOptions:
     """RateOptions from the flags, checked before any work starts (one-line error, exit 1)."""
     from eqarena.methods import parse_methods
 
     with options_errors():
         return RateOptions(dataset=dataset, judges=tuple(split_list(judges)),
                            methods=parse_methods(methods) if methods else None, missing=missing, orders=orders,
-                           bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed))
+                           bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, settle=settle))
 
 
 @cli_errors()
@@ -49,20 +50,24 @@ def rate(
     missing: str = typer.Option("refuse", "--missing", help=MISSING_HELP),
     bootstrap: int = typer.Option(BootstrapOptions.replicates, "--bootstrap", min=0, help=BOOTSTRAP_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    settle: float = typer.Option(BootstrapOptions.settle, "--settle", min=0.0, help="Stop the equilibria's "
+                                 "bootstrap once no interval bound moved by more than this fraction of the "
+                                 "interval's width over 24 replicates (0: always --bootstrap replicates)."),
     orders: str = typer.Option("both", "--orders", help=ORDERS_HELP),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
-    options = rate_options(methods, missing, orders, bootstrap, seed, judge)
+    options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle)
     options = replace(options, dataset=checked_dataset(dataset, db))
-    from eqarena.flows.rate import rate_flow  # after the checks: a bad flag fails without loading Prefect
     from eqarena.warehouse.tensor import IncompleteTensorError
 
-    with cli_errors(IncompleteTensorError, LookupError), quiet_prefect():
-        result = rate_flow(options, db_option(db))
+    with cli_errors(IncompleteTensorError, LookupError):
+        result = run_pipeline("rate", options, db_option(db))
     typer.echo(f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
                f"{result.dropped}")
     print_model_ratings(db, result.run_id)
+    for note in result.notes:
+        typer.echo(note)
     for method, value in result.exploitability.items():
         typer.echo(f"{method}: exploitability {value:.2e}")
     typer.echo(f"run {result.run_id} written to {warehouse_file(db)}")
@@ -75,10 +80,7 @@ def report(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Write one self-contained HTML report of a rate run."""
-    from eqarena.flows.report import report_flow
-
-    with quiet_prefect():
-        path = report_flow(run, str(out), db_option(db))
+    path = run_pipeline("report", run, str(out), db_option(db))
     typer.echo(f"report: {Path(path).resolve()}")
 
 

@@ -85,6 +85,36 @@ def quiet_prefect() -> Iterator[None]:
             atexit.register(handler.addFilter, _NOT_PREFECT)
 
 
+# Each command's pipeline (plain Python) and the Prefect flow that runs the same pipeline.
+PIPELINES = {
+    "ingest": ("eqarena.pipelines.ingest:ingest", "eqarena.flows.ingest:ingest_flow"),
+    "import": ("eqarena.pipelines.importing:import_data", "eqarena.flows.importing:import_flow"),
+    "rate": ("eqarena.pipelines.rate:rate", "eqarena.flows.rate:rate_flow"),
+    "report": ("eqarena.pipelines.report:report", "eqarena.flows.report:report_flow"),
+    "analyze-clones": ("eqarena.pipelines.analyze:analyze_clones", "eqarena.flows.analyze:clones_flow"),
+    "analyze-risk": ("eqarena.pipelines.analyze:analyze_risk", "eqarena.flows.analyze:risk_flow"),
+    "run": ("eqarena.pipelines.run:main_job", "eqarena.flows.run:run_flow"),
+    "refresh": ("eqarena.pipelines.refresh:refresh", "eqarena.flows.refresh:refresh_flow"),
+}
+
+
+def run_pipeline(name: str, *args):
+    """Run the command's pipeline `name` with `args`: as plain Python (Prefect not even imported), or
+    as its Prefect flow when a Prefect API is configured (eqarena/orchestration/steps.py)."""
+    from importlib import import_module
+
+    from eqarena.orchestration.steps import prefect_wanted
+
+    with options_errors():
+        as_flow = prefect_wanted()
+    module, function = PIPELINES[name][1 if as_flow else 0].split(":")
+    target = getattr(import_module(module), function)
+    if not as_flow:
+        return target(*args)
+    with quiet_prefect():
+        return target(*args)
+
+
 DATASET_HELP = "Dataset name in the warehouse (default: its only dataset, if it holds exactly one)."
 SOURCE_HELP = ("A bundled dataset (vicuna80, arena-hard-v0.1) or a directory: arena-hard layout (question.jsonl + "
                "model_answer/*.jsonl, new or old layout) or a bundle (dataset.json).")
@@ -95,9 +125,10 @@ MISSING_HELP = ("What to do with an incomplete tensor: refuse (default), drop-pr
                 "cell), drop-models (drop the models in most missing cells until complete) or impute (fill each "
                 "missing cell with the pair's prompt-wise Bradley-Terry prediction; the report shows how much of "
                 "each rating rests on imputed cells).")
-BOOTSTRAP_HELP = ("Bootstrap resamples (seeded by --seed): Bradley-Terry intervals and, for every equilibrium "
-                  "method, rating intervals and rank / top-1 / top-3 probabilities over prompts and over judge "
-                  "samples (tables rating_intervals, rank_probabilities); 0 turns them off.")
+BOOTSTRAP_HELP = ("Bootstrap resamples, at most (seeded by --seed): Bradley-Terry intervals and, for every "
+                  "equilibrium method, rating intervals and rank / top-1 / top-3 probabilities over prompts and "
+                  "over judge samples (tables rating_intervals, rank_probabilities); the equilibria's stop "
+                  "earlier once their intervals settle (rate --settle); 0 turns them off.")
 ORDERS_HELP = ("both: a (prompt, pair) cell needs judgments with each model shown first (position balance); any: "
                "one order is enough (battle logs, whose positions were randomised).")
 RUN_HELP = "Rate run id (default: the latest finished one)."

@@ -27,6 +27,7 @@ from eqarena.datasets.records import (
     RecordedJudgment,
     Response,
     check_unique,
+    judgment_frame,
     read_jsonl,
 )
 
@@ -122,7 +123,7 @@ def build_vicuna80(prd: Path, out: Path) -> Dataset:
             for line in read_jsonl(path):
                 judgments.append(_prd_judgment(line, judge, match["a"], match["b"], template, answer_of, keys))
     return Dataset(name="vicuna80", source=str(prd), prompts=tuple(prompts), responses=tuple(responses),
-                   judgments=tuple(judgments))
+                   judgments=judgment_frame(judgments))
 
 
 def _prd_judgment(line: Line, judge: str, model_a: str, model_b: str, template: str,

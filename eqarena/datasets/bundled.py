@@ -28,6 +28,7 @@ from eqarena.datasets.records import (
     RecordedJudgment,
     Response,
     check_unique,
+    judgment_frame,
     json_error,
     read_jsonl,
 )
@@ -137,7 +138,7 @@ def read_bundle(directory: Path, name: str | None = None, progress: Progress | N
             judgments.append(judgment)
 
     return Dataset(name=name, source=str(directory), prompts=tuple(prompts), responses=tuple(responses),
-                   judgments=tuple(judgments))
+                   judgments=judgment_frame(judgments))
 
 
 def _check_prompt(line: Line, prompt_id: str, prompts: dict[str, Line]) -> None:
@@ -175,12 +176,12 @@ def write_bundle(directory: Path, dataset: Dataset, manifest: Manifest) -> list[
     written.append(_write_gz(directory / RESPONSES_FILE, (
         {"prompt_id": r.prompt_id, "model_id": r.model_id, "text": r.text, "response_id": r.response_id}
         for r in dataset.responses)))
-    if dataset.judgments:
+    if dataset.judgments.height:
         written.append(_write_gz(directory / JUDGMENTS_FILE, (
-            {"judge": j.judge, "template": template_ids[j.template_hash], "prompt_id": j.prompt_id,
-             "model_a": j.model_a, "model_b": j.model_b, "sample_index": j.sample_index,
-             "verdict": j.verdict, "score": j.score, "raw_text": j.raw_text}
-            for j in dataset.judgments)))
+            {"judge": j["judge"], "template": template_ids[j["template_hash"]], "prompt_id": j["prompt_id"],
+             "model_a": j["model_a"], "model_b": j["model_b"], "sample_index": j["sample_index"],
+             "verdict": j["verdict"], "score": j["score"], "raw_text": j["raw_text"]}
+            for j in dataset.judgments.iter_rows(named=True))))
     return written
 
 

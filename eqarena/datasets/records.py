@@ -1,7 +1,10 @@
-"""Datasets as plain records (prompts, responses, recorded judgments) and the JSONL reading they share.
+"""Datasets as plain records (prompts, responses) and columnar tables (recorded judgments, per-prompt
+scores), and the JSONL reading they share.
 
 Every reader validates as it goes and raises `DatasetError` with `file:line: what is wrong`; a dataset
 is only handed on once all of its files have been read, so a bad line never leaves partial rows behind.
+Judgments and scores are polars frames (`JUDGMENT_SCHEMA`, `SCORE_SCHEMA`): an import of millions of
+battles never becomes millions of Python objects.
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ import gzip
 import hashlib
 import json
 import re
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+import polars as pl
 
 Progress = Callable[[int], None]  # called with the number of (file) bytes consumed since the last call
 
@@ -59,31 +65,80 @@ class RecordedJudgment:
     status: str = "ok"
 
 
-@dataclass(frozen=True)
+# One row per recorded judgment; score is model_a's (assistant A's), None unless status is 'ok'.
+JUDGMENT_SCHEMA = {"judge": pl.Utf8, "template_hash": pl.Utf8, "prompt_id": pl.Utf8, "model_a": pl.Utf8,
+                   "model_b": pl.Utf8, "sample_index": pl.Int64, "status": pl.Utf8, "verdict": pl.Utf8,
+                   "score": pl.Float64, "raw_text": pl.Utf8}
+# One row per (judge, prompt, model) score of a score table, with the rule that turns two scores into a
+# payoff (`payoff`: clip-diff or sign, `scale`) named by template_hash (importers/scores.py).
+SCORE_SCHEMA = {"judge": pl.Utf8, "template_hash": pl.Utf8, "prompt_id": pl.Utf8, "model_id": pl.Utf8,
+                "score": pl.Float64, "payoff": pl.Utf8, "scale": pl.Float64}
+
+
+def judgment_frame(records: Iterable[RecordedJudgment] = ()) -> pl.DataFrame:
+    """Recorded judgments as a frame of JUDGMENT_SCHEMA (for sources read record by record)."""
+    rows = [astuple(r) for r in records]
+    order = ("judge", "template_hash", "prompt_id", "model_a", "model_b", "sample_index", "verdict", "score",
+             "raw_text", "status")
+    frame = pl.DataFrame(rows, schema={c: JUDGMENT_SCHEMA[c] for c in order}, orient="row")
+    return frame.select(list(JUDGMENT_SCHEMA))
+
+
+def judgment_records(frame: pl.DataFrame) -> list[RecordedJudgment]:
+    """The rows of a JUDGMENT_SCHEMA frame as records (for code that reads a few judgments one by one)."""
+    return [RecordedJudgment(**row) for row in frame.iter_rows(named=True)]
+
+
+def score_frame() -> pl.DataFrame:
+    """An empty frame of SCORE_SCHEMA."""
+    return pl.DataFrame(schema=SCORE_SCHEMA)
+
+
+@dataclass(frozen=True, eq=False)
 class Dataset:
-    """One dataset, validated: every response and judgment refers to a prompt (and models) it holds."""
+    """One dataset, validated: every response and judgment refers to a prompt (and models) it holds.
+
+    `judgments` (JUDGMENT_SCHEMA) and `scores` (SCORE_SCHEMA) are polars frames."""
 
     name: str
     source: str
     prompts: tuple[Prompt, ...]
     responses: tuple[Response, ...] = ()
-    judgments: tuple[RecordedJudgment, ...] = ()
+    judgments: pl.DataFrame = field(default_factory=judgment_frame)
+    scores: pl.DataFrame = field(default_factory=score_frame)
 
     @property
     def models(self) -> tuple[str, ...]:
-        """Models with a response or a judgment, sorted."""
+        """Models with a response, a judgment or a score, sorted."""
         names = {r.model_id for r in self.responses}
-        names.update(m for j in self.judgments for m in (j.model_a, j.model_b))
+        for column in (self.judgments["model_a"], self.judgments["model_b"], self.scores["model_id"]):
+            names.update(column.unique().to_list())
         return tuple(sorted(names))
+
+    @property
+    def judges(self) -> tuple[str, ...]:
+        """Judges of the judgments and scores, sorted."""
+        return tuple(sorted({*self.judgments["judge"].unique().to_list(), *self.scores["judge"].unique().to_list()}))
 
     def fingerprint(self) -> str:
         """sha256 of the dataset's content (order-independent), to tell runs on the same data apart."""
         digest = hashlib.sha256(self.name.encode())
-        for records in (self.prompts, self.responses, self.judgments):
+        for records in (self.prompts, self.responses):
             for row in sorted(json.dumps(astuple(r), ensure_ascii=False) for r in records):
                 digest.update(row.encode())
             digest.update(b"\x00")
+        for frame in (self.judgments, self.scores):
+            digest.update(_frame_digest(frame))
+            digest.update(b"\x00")
         return digest.hexdigest()
+
+
+def _frame_digest(frame: pl.DataFrame) -> bytes:
+    """Order-independent bytes of a frame's rows: their sorted 64-bit row hashes (fixed seeds)."""
+    if frame.height == 0:
+        return b""
+    hashes = np.sort(frame.hash_rows(seed=0).to_numpy())
+    return hashlib.sha256(hashes.tobytes()).digest()
 
 
 def model_family(model_id: str) -> str:

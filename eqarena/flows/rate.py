@@ -1,67 +1,13 @@
-"""Flow `rate`: judgments → payoff tensor → every chosen rating method → warehouse (one run_id).
+"""Flow `rate`: the rate pipeline (eqarena/pipelines/rate.py) as a Prefect flow."""
 
-    assemble (missing-cell policy) -> rate_method per method -> bootstrap the equilibria -> write (one transaction)
-"""
+from prefect import flow
 
-from dataclasses import dataclass
-
-from prefect import flow, get_run_logger
-
-from eqarena.methods import parse_methods
 from eqarena.options import RateOptions
-from eqarena.orchestration.runtime import publish_ratings, rate_run_name
-from eqarena.tasks.assemble import assemble
-from eqarena.tasks.rate import bootstrap_equilibria, rate_method, rate_parameters, write_run
-from eqarena.tasks.runs import RunLog
-
-
-@dataclass(frozen=True)
-class RateResult:
-    run_id: str
-    dataset: str
-    judges: tuple[str, ...]
-    shape: tuple[int, int, int]
-    dropped: str
-    exploitability: dict[str, float]
-    timings: dict[str, float]
+from eqarena.orchestration.runtime import rate_run_name
+from eqarena.pipelines.rate import RateResult, rate
 
 
 @flow(name="rate", flow_run_name=rate_run_name)
 def rate_flow(options: RateOptions, db: str | None = None) -> RateResult:
-    """Rate the models and prompts of `options.dataset` from the pooled judgments of `options.judges`
-    by each of `options.methods` (the method registry's names) and store everything under a new run_id.
-    The bootstrap (`options.bootstrap`) gives every equilibrium method's intervals and rank
-    probabilities, over prompts and over judge samples (eqarena/solvers/bootstrap.py)."""
-    methods = parse_methods(options.methods)
-    log = RunLog(db, "rate", {}, start=False)  # the row is written with the results, in one transaction
-    with log.timed("assemble"):
-        assembled = assemble(db, options)
-    tensor = assembled.tensor
-    parameters = rate_parameters(options, methods, tensor.judges)
-    get_run_logger().info(
-        f"u_king {tensor.shape[0]} prompts x {tensor.shape[1]} models from {len(assembled.battles['score'])} "
-        f"ok judgments of {', '.join(tensor.judges)}; {assembled.dropped.summary()}")
-    solved = []
-    boot = options.bootstrap
-    for method in methods:
-        with log.timed(method):
-            solved.append(rate_method(tensor, assembled.battles, method, boot.replicates, boot.seed))
-        if solved[-1].diagnostics:
-            parameters[method] = solved[-1].diagnostics
-    with log.timed("bootstrap"):
-        intervals, parameters["bootstrap_equilibria"] = bootstrap_equilibria(
-            tensor, assembled.battles, solved, boot.replicates, boot.seed)
-    run = log.record(parameters=parameters, data_fingerprint=tensor.fingerprint,
-                     message=assembled.dropped.summary())
-    with log.timed("write"):
-        write_run(db, run, assembled, solved, intervals)
-    run_id, timings = run.run_id, log.timings
-    publish_ratings(run_id, options.dataset, [
-        {"method": r.method, "model": model, "rating": round(float(value), 6)}
-        for s in solved for r in s.ratings if r.player == "king" for model, value in zip(r.actions, r.rating)])
-    exploitability = {s.method: s.equilibrium.exploitability for s in solved if s.equilibrium is not None}
-    for method, value in exploitability.items():
-        get_run_logger().info(f"{method}: exploitability {value:.2e} ({timings[method]:.1f} s)")
-    return RateResult(run_id=run_id, dataset=options.dataset, judges=tuple(tensor.judges), shape=tensor.shape,
-                      dropped=assembled.dropped.summary(), exploitability=exploitability, timings=timings)
-
+    """Rate the models and prompts of `options.dataset` by each of `options.methods`; one new rate run."""
+    return rate(options, db)

@@ -1,19 +1,14 @@
-"""Flow `report`: one rate run from the warehouse → one self-contained HTML file."""
+"""Flow `report`: the report pipeline (eqarena/pipelines/report.py) as a Prefect flow."""
 
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from eqarena.options import DEFAULT_OUT_DIR
-from eqarena.orchestration.runtime import publish_report_link
-from eqarena.tasks.report import load_report_data, write_report
+from eqarena.pipelines.report import report
 
 
 @flow(name="report")
 def report_flow(run_id: str | None = None, out_dir: str = DEFAULT_OUT_DIR, db: str | None = None) -> Path:
     """Write the HTML report of rate run `run_id` (default: the latest finished one) into `out_dir`."""
-    data = load_report_data(db, run_id)
-    path = write_report(data, out_dir)
-    publish_report_link(data.run.run_id, data.run.parameters.get("dataset", "dataset"), Path(path))
-    get_run_logger().info(f"report of run {data.run.run_id}: {path}")
-    return path
+    return report(run_id, out_dir, db)

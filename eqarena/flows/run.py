@@ -1,85 +1,29 @@
-"""Flow `run`, the main job: ingest (idempotent) → judge → rate → analyses → report.
+"""Flows `run` (the main job), `judge-missing` and `analyses`: the pipelines of
+eqarena/pipelines/run.py as Prefect flows."""
 
-With a recorded judge (`prd:<name>` or `all-prd`, the PRD judgments bundled with vicuna80) the judge
-step makes no API call: ingest already imported those judgments. With a provider spec
-(`openai:MODEL`, `gemini:MODEL`, an OpenAI-compatible server) the judge flow fills the missing cells,
-after the plan is printed and its cost confirmed.
-"""
-
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from eqarena import options as opts
-from eqarena.flows.analyze import clones_flow, risk_flow
-from eqarena.flows.ingest import ingest_flow
-from eqarena.flows.judge import judge_flow
-from eqarena.flows.rate import rate_flow
-from eqarena.flows.report import report_flow
-from eqarena.methods import parse_methods
-from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters
+from eqarena.options import MainJobOptions
 from eqarena.orchestration.runtime import main_job_run_name
-from eqarena.tasks.main_job import check_judge_plan, is_recorded_judge, main_job_judge
-from eqarena.tasks.runs import RunLog, warehouse_path
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    run_id: str
-    rate_run_id: str
-    db_path: Path
-    report_path: Path
-    timings: dict[str, float]
-    dropped: str = ""
-    analyses: dict[str, list[str]] = field(default_factory=dict)  # kind -> its summary lines
+from eqarena.pipelines import run as pipeline
+from eqarena.pipelines.run import RunSummary
 
 
 @flow(name="judge-missing")
 def judge_missing(options: MainJobOptions, dataset: str, db: str | None = None) -> tuple[list[str], int, str]:
-    """The main job's judge step: no calls for a recorded judge; with a provider, the plan (printed,
-    its spend confirmed), then every missing cell. Returns (judges to rate, judge calls, what it did)."""
-    if is_recorded_judge(options.judge):
-        return [options.judge], 0, "recorded judgments, no API calls"
-    judge = main_job_judge(options, dataset)
-    check_judge_plan(options, judge, db)
-    outcome = judge_flow(judge, db=db, progress=False)
-    get_run_logger().info(f"judge {outcome.judge}: {outcome.message}")
-    return [outcome.judge], outcome.stats.requests, outcome.message
+    """The main job's judge step: (judges to rate, judge calls, what it did)."""
+    return pipeline.judge_missing(options, dataset, db)
 
 
 @flow(name="analyses")
 def run_analyses(options: opts.AnalysesOptions, rate_run_id: str, methods: tuple[str, ...],
                  db: str | None = None, skip: tuple[str, ...] = ()) -> dict[str, list[str]]:
-    """The chosen robustness analyses of a rate run (those in `skip` are current already); risk needs
-    the run's NE and is skipped, with a line saying so, without it."""
-    summaries = {}
-    for kind in options.run:
-        if kind is Analysis.RISK and "ne" not in methods:
-            summaries[kind.value] = ["risk analysis skipped: it starts from the run's NE (rate with --methods ne)"]
-            get_run_logger().info(summaries[kind.value][0])
-        elif kind.value not in skip:
-            analyse = clones_flow(options.clones, rate_run_id, db) if kind is Analysis.CLONES else risk_flow(
-                options.risk, rate_run_id, db)
-            summaries[kind.value] = analyse.summary
-    return summaries
+    """The chosen robustness analyses of a rate run; returns each kind's summary lines."""
+    return pipeline.run_analyses(options, rate_run_id, methods, db, skip)
 
 
 @flow(name="run", flow_run_name=main_job_run_name)
 def run_flow(options: MainJobOptions = MainJobOptions(), db: str | None = None) -> RunSummary:
-    """The main job on `options.source` with `options.judge`; returns where the warehouse and the report are."""
-    with RunLog(db, "run", as_parameters(options), start=False) as log:
-        with log.timed("ingest"):
-            dataset = ingest_flow(IngestOptions(source=options.source), db).dataset
-        with log.timed("judge"):
-            judges, _, _ = judge_missing(options, dataset, db)
-        with log.timed("rate"):
-            rated = rate_flow(replace(options.rate, dataset=dataset, judges=tuple(judges)), db)
-        with log.timed("analyses"):
-            summaries = run_analyses(options.analyses, rated.run_id, parse_methods(options.rate.methods), db)
-        with log.timed("report"):
-            report = Path(report_flow(rated.run_id, options.out_dir, db)).resolve()
-        parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rated.run_id}
-        log.finish(parameters=parameters, message=f"ratings in run {rated.run_id}; report {report}")
-    return RunSummary(run_id=log.run_id, rate_run_id=rated.run_id, db_path=warehouse_path(db),
-                      report_path=report, timings=log.timings, dropped=rated.dropped, analyses=summaries)
+    """The main job on `options.source` with `options.judge`: ingest, judge, rate, analyses, report."""
+    return pipeline.main_job(options, db)

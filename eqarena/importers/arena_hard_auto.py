@@ -16,7 +16,16 @@ import hashlib
 import json
 from pathlib import Path
 
-from eqarena.datasets.records import Dataset, DatasetError, Line, Prompt, RecordedJudgment, check_unique, read_jsonl
+from eqarena.datasets.records import (
+    Dataset,
+    DatasetError,
+    Line,
+    Prompt,
+    RecordedJudgment,
+    check_unique,
+    judgment_frame,
+    read_jsonl,
+)
 from eqarena.importers.labels import FIVE_LABELS, five_label
 from eqarena.importers.result import Imported
 
@@ -90,7 +99,7 @@ def read_arena_hard_judgments(paths: list[Path], name: str | None, baseline: str
         notes.append(f"skipped {missing_games} game(s) recorded as null (the judge call failed)")
     source = ", ".join(str(p) for p in paths)
     return Imported(Dataset(name=name, source=source, prompts=tuple(prompts.values()),
-                            judgments=tuple(judgments)), tuple(notes))
+                            judgments=judgment_frame(judgments)), tuple(notes))
 
 
 def _judgment(line: Line, index: int, game: dict, judge: str, prompt_id: str, model_a: str,

@@ -54,7 +54,7 @@ def read_battles(paths: list[Path], name: str | None, judge: str | None) -> Impo
 def _read_one(path: Path, judge: str) -> tuple[pl.DataFrame, bool]:
     frame = read_table(path, _record)
     require_columns(frame, path, ["model_a", "model_b", "winner"])
-    raw = [scalar_json(row, {"model_a", "model_b", "prompt_text"}) for row in frame.to_dicts()]
+    raw = scalar_json(frame, {"model_a", "model_b", "prompt_text"})
     for column in ("model_a", "model_b"):
         frame = text_column(frame, column)
     pooled = "question_id" not in frame.columns
@@ -73,4 +73,4 @@ def _read_one(path: Path, judge: str) -> tuple[pl.DataFrame, bool]:
     if "turn" in frame.columns:
         text = pl.when(pl.col("turn").is_null() | (pl.col("turn") <= 1)).then(text).otherwise(None)
     return frame.with_columns(pl.lit(judge).alias("judge"), text.alias("prompt_text"),
-                              pl.Series("raw_text", raw, dtype=pl.Utf8)), pooled
+                              raw), pooled

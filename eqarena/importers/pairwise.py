@@ -12,12 +12,11 @@ Columns (one row per judgment):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
 
-from eqarena.datasets.records import Dataset, Prompt, RecordedJudgment
+from eqarena.datasets.records import Dataset, Prompt
 from eqarena.importers.labels import known_labels, verdict_score
 from eqarena.importers.result import Imported
 from eqarena.importers.tables import (
@@ -71,18 +70,25 @@ def with_scores(frame: pl.DataFrame) -> pl.DataFrame:
         fail_where(frame, pl.col("score").abs() > 1, lambda r: f"score {r['score']} is outside [-1, 1]")
     else:
         frame = frame.with_columns(pl.lit(None, pl.Float64).alias("score"))
-    verdicts = frame["verdict"].cast(pl.Utf8).to_list() if "verdict" in frame.columns else [None] * frame.height
-    parsed = [verdict_score(v) if v is not None and v.strip() else None for v in verdicts]
+    verdict = pl.col("verdict").cast(pl.Utf8) if "verdict" in frame.columns else pl.lit(None, pl.Utf8)
+    frame = frame.with_columns(verdict.alias("_verdict"))
+    # Each distinct verdict spelling is parsed once (a battle log has millions of rows, a few spellings).
+    spellings = frame["_verdict"].drop_nulls().unique().to_list()
+    parsed = {v: verdict_score(v) for v in spellings if v.strip()}
+    known = [v for v, p in parsed.items() if p is not None]
+    labels = pl.col("_verdict").replace_strict(known, [parsed[v][0] for v in known], default=None,
+                                               return_dtype=pl.Utf8)
+    scores = pl.col("_verdict").replace_strict(known, [parsed[v][1] for v in known], default=None,
+                                               return_dtype=pl.Float64)
     frame = frame.with_columns(
-        pl.Series("label", [p[0] if p else None for p in parsed], dtype=pl.Utf8),
-        pl.coalesce(pl.col("score"), pl.Series("_verdict_score", [p[1] if p else None for p in parsed],
-                                                   dtype=pl.Float64)).alias("score"),
-        pl.Series("_verdict_given", [v is not None and bool(v.strip()) for v in verdicts], dtype=pl.Boolean),
+        labels.alias("label"),
+        pl.coalesce(pl.col("score"), scores).alias("score"),
+        (pl.col("_verdict").is_not_null() & (pl.col("_verdict").str.strip_chars() != "")).alias("_verdict_given"),
     )
     fail_where(frame, pl.col("score").is_null() & pl.col("_verdict_given"),
                lambda r: f"unknown verdict {r['verdict']!r} (known: {known_labels()})")
     fail_where(frame, pl.col("score").is_null(), lambda r: "no score and no verdict")
-    return frame.drop("_verdict_given")
+    return frame.drop("_verdict_given", "_verdict")
 
 
 def to_dataset(frame: pl.DataFrame, name: str, source: str, template_hash: str) -> Dataset:
@@ -101,19 +107,23 @@ def to_dataset(frame: pl.DataFrame, name: str, source: str, template_hash: str) 
     first_duplicate(frame, [*PAIR_COLUMNS, "sample"],
                     lambda r: f"judgment (judge {r['judge']!r}, prompt {r['prompt_id']!r}, "
                               f"{r['model_a']!r} vs {r['model_b']!r}, sample {r['sample']})")
-    prompts: dict[str, Prompt] = {}
-    for prompt_id, text in frame.select("prompt_id", "prompt_text").iter_rows():
-        if prompt_id not in prompts or (prompts[prompt_id].text is None and text):
-            prompts[prompt_id] = Prompt(prompt_id=prompt_id, text=text or None)
-    judgments = tuple(
-        RecordedJudgment(judge=judge, template_hash=template_hash, prompt_id=prompt_id, model_a=a, model_b=b,
-                         sample_index=int(sample), verdict=label, score=float(score), raw_text=raw)
-        for judge, prompt_id, a, b, sample, label, score, raw in frame.select(
-            "judge", "prompt_id", "model_a", "model_b", "sample", "label", "score", "raw_text").iter_rows())
-    return Dataset(name=name, source=source, prompts=tuple(prompts.values()), judgments=judgments)
+    # A prompt's text: the first non-empty one given (prompts in order of first appearance).
+    texts = frame.group_by("prompt_id", maintain_order=True).agg(
+        pl.col("prompt_text").filter(pl.col("prompt_text").is_not_null() & (pl.col("prompt_text") != "")).first())
+    prompts = tuple(Prompt(prompt_id=p, text=t) for p, t in texts.iter_rows())
+    judgments = frame.select(
+        "judge", pl.lit(template_hash).alias("template_hash"), "prompt_id", "model_a", "model_b",
+        pl.col("sample").cast(pl.Int64).alias("sample_index"), pl.lit("ok").alias("status"),
+        pl.col("label").alias("verdict"), "score", pl.col("raw_text").cast(pl.Utf8))
+    return Dataset(name=name, source=source, prompts=prompts, judgments=judgments)
 
 
-def scalar_json(row: dict, skip: set[str]) -> str:
-    """A compact JSON record of a source row's other fields (kept as the judgment's raw text)."""
-    kept = {k: v for k, v in row.items() if k not in skip and k != WHERE and v is not None}
-    return json.dumps(kept, ensure_ascii=False, sort_keys=True, default=str)
+def scalar_json(frame: pl.DataFrame, skip: set[str]) -> pl.Series:
+    """A compact JSON record per row of the frame's other scalar columns, keys sorted, empty fields left
+    out (kept as each judgment's raw text)."""
+    kept = sorted(c for c, t in frame.schema.items() if c not in skip and c != WHERE and not t.is_nested())
+    if not kept:
+        return pl.Series("raw_text", ["{}"] * frame.height, dtype=pl.Utf8)
+    encoded = frame.select(pl.struct(kept).struct.json_encode().alias("raw_text"))["raw_text"]
+    # json_encode writes empty fields as null: drop them, as a record of what was given.
+    return encoded.str.replace_all(r'"(?:[^"\\]|\\.)*":null,?', "").str.replace(r",}$", "}")

@@ -1,4 +1,4 @@
-"""Importing per-prompt score tables (a benchmark's per-question results) as pairwise payoffs.
+"""Importing per-prompt score tables (a benchmark's per-question results), stored as scores.
 
 Layouts (CSV, TSV, Parquet, JSONL or JSON):
 - long: columns `prompt_id` (or `question_id` / `task`), `model`, `score`;
@@ -8,19 +8,19 @@ Empty cells are missing scores: the pairs they take part in stay unjudged on tha
 The payoff of king a over rebel b on prompt p is a function of their scores s = score / `scale`:
 - `clip-diff` (default): clip(s_a - s_b, -1, 1), so a score gap of `scale` or more is decisive;
 - `sign`: sign(s_a - s_b), who scored higher, as in a win/loss/tie battle.
-Each ordered pair is stored as one judgment (`sample_index` 0) by the judge `--judge` (default
-`scores:<file name>`), with the payoff and scale as its template hash and the two raw scores as its
-raw text, so u_king(p, a, b) is exactly the payoff above (antisymmetric by construction).
+The scores are stored as given, one row per (prompt, model) in table `scores`, under the judge
+`--judge` (default `scores:<file name>`) with the payoff and scale as its template hash; the tensor
+assembly derives u_king(p, a, b) as the payoff above (antisymmetric by construction) without ever
+storing the M (M - 1) ordered pairs of a prompt (warehouse/tensor.py).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
 
-from eqarena.datasets.records import Dataset, DatasetError, Prompt, RecordedJudgment
+from eqarena.datasets.records import SCORE_SCHEMA, Dataset, DatasetError, Prompt
 from eqarena.importers.result import Imported
 from eqarena.importers.tables import WHERE, first_duplicate, numeric_column, read_table, text_column
 from eqarena.options import ScorePayoff
@@ -35,29 +35,33 @@ def payoff_template(payoff: ScorePayoff, scale: float) -> str:
 
 def read_score_table(paths: list[Path], name: str | None, judge: str | None,
                      payoff: ScorePayoff = ScorePayoff.CLIP_DIFF, scale: float = 1.0) -> Imported:
-    """Every (prompt, ordered model pair) with both scores as a recorded judgment (module docstring)."""
+    """Every non-empty score of the tables at `paths` (module docstring); a prompt needs two scores."""
     payoff = ScorePayoff(payoff)
     if not scale > 0:
         raise ValueError(f"--scale must be positive; got {scale}")
     template = payoff_template(payoff, scale)
-    judgments: list[RecordedJudgment] = []
+    frames: list[pl.DataFrame] = []
     prompts: dict[str, Prompt] = {}
     notes = []
     for path in paths:
         scores = _long_scores(path)
         first_duplicate(scores, ["prompt_id", "model"],
                         lambda r: f"score of model {r['model']!r} on prompt {r['prompt_id']!r}")
-        judge_id = judge or f"scores:{path.stem}"
         for prompt_id in scores["prompt_id"].unique(maintain_order=True).to_list():
             prompts.setdefault(prompt_id, Prompt(prompt_id=prompt_id, text=None))
-        judgments.extend(_pair_judgments(scores.drop_nulls("score"), judge_id, template, payoff, scale))
+        frames.append(scores.drop_nulls("score").select(
+            pl.lit(judge or f"scores:{path.stem}").alias("judge"), pl.lit(template).alias("template_hash"),
+            "prompt_id", pl.col("model").alias("model_id"), "score", pl.lit(payoff.value).alias("payoff"),
+            pl.lit(float(scale)).alias("scale")))
         missing = scores["score"].null_count()
         if missing:
             notes.append(f"{path}: {missing} empty score cell(s); their pairs stay unjudged on those prompts")
-    if not judgments:
+    table = pl.concat(frames).cast(SCORE_SCHEMA)
+    judged = table.group_by("judge", "prompt_id").len().filter(pl.col("len") >= 2)
+    if judged.height == 0:
         raise DatasetError(f"{paths[0]}: no prompt has scores of two models")
     dataset = Dataset(name=name or paths[0].stem, source=", ".join(map(str, paths)),
-                      prompts=tuple(prompts.values()), judgments=tuple(judgments))
+                      prompts=tuple(prompts.values()), scores=table)
     return Imported(dataset, tuple(notes))
 
 
@@ -80,18 +84,3 @@ def _long_scores(path: Path) -> pl.DataFrame:
         frame = numeric_column(frame, model, required=False)
     return frame.unpivot(index=["prompt_id", WHERE], on=models, variable_name="model", value_name="score") \
         .select("prompt_id", "model", "score", WHERE)
-
-
-def _pair_judgments(scores: pl.DataFrame, judge: str, template: str, payoff: str,
-                    scale: float) -> list[RecordedJudgment]:
-    pairs = scores.join(scores, on="prompt_id", suffix="_b").filter(pl.col("model") != pl.col("model_b"))
-    gap = (pl.col("score") - pl.col("score_b")) / scale
-    value = gap.clip(-1.0, 1.0) if payoff == "clip-diff" else gap.sign()
-    pairs = pairs.with_columns(value.alias("payoff"))
-    return [
-        RecordedJudgment(judge=judge, template_hash=template, prompt_id=prompt_id, model_a=a, model_b=b,
-                         sample_index=0, verdict=None, score=float(u),
-                         raw_text=json.dumps({"score_a": sa, "score_b": sb}))
-        for prompt_id, a, b, sa, sb, u in pairs.select(
-            "prompt_id", "model", "model_b", "score", "score_b", "payoff").iter_rows()
-    ]

@@ -7,9 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from eqarena.orchestration.steps import in_flow_run
+
 
 def current_flow_run_id() -> str | None:
     """The id of the Prefect flow run this code runs in, or None outside a flow run."""
+    if not in_flow_run():
+        return None
     from prefect.runtime import flow_run
 
     run_id = flow_run.id
@@ -57,6 +61,8 @@ def artifact_key(kind: str, dataset: str) -> str:
 def publish_ratings(run_id: str, dataset: str, rows: list[dict]) -> None:
     """A table artifact of the run's model ratings (one row per model and method), shown with the flow
     run in the Prefect UI, under a key per dataset so the UI tracks it across runs."""
+    if not in_flow_run():
+        return
     from prefect.artifacts import create_table_artifact
 
     create_table_artifact(key=artifact_key("ratings", dataset), table=rows,
@@ -65,6 +71,8 @@ def publish_ratings(run_id: str, dataset: str, rows: list[dict]) -> None:
 
 def publish_report_link(run_id: str, dataset: str, path: Path) -> None:
     """A link artifact to the run's HTML report (a file:// link: the report is written where the flow ran)."""
+    if not in_flow_run():
+        return
     from prefect.artifacts import create_link_artifact
 
     create_link_artifact(key=artifact_key("report", dataset), link=path.resolve().as_uri(),

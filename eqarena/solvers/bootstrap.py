@@ -227,6 +227,19 @@ def serial_map(solver: ReplicateSolver, units: Sequence[Unit]) -> Iterator[UnitR
     return map(solver, units)
 
 
+@dataclass(frozen=True)
+class Settling:
+    """Stop adding replicates once the intervals have settled: from `min_replicates` on, every `every`
+    replicates the percentile bounds of every method, scheme and model are compared with those
+    `every` replicates earlier, and the bootstrap stops when none moved by more than `tol` times its
+    (method, scheme)'s median interval width. Deterministic: the replicates are the same, and are
+    taken in the same order, on any machine."""
+
+    tol: float = 0.1
+    min_replicates: int = 48
+    every: int = 24
+
+
 def bootstrap_ratings(
     u_king,
     methods: Sequence[str],
@@ -239,6 +252,8 @@ def bootstrap_ratings(
     map_units: UnitMap = serial_map,
     confidence: float = CONFIDENCE,
     batched: bool | None = None,
+    settling: Settling | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[BootstrapRatings]:
     """Bootstrap every equilibrium method of `methods` (names of the method registry) under every
     scheme of `schemes`.
@@ -250,7 +265,10 @@ def bootstrap_ratings(
     process, one after another). batched: solve the replicates of CCE methods together
     (`solvers.batched`; replicates it cannot take, or that end above 1e-6, are re-solved one by one:
     diagnostics["fallback"]); None (default) batches when JAX runs on an accelerator, where it pays
-    (bench/bootstrap.py). Returns one BootstrapRatings per (method, scheme), methods outer.
+    (bench/bootstrap.py). settling: stop before `replicates` once the intervals settle (`Settling`;
+    the methods solved one by one only); diagnostics["stopped"] says why the bootstrap ended.
+    progress: called with the number of replicates done (per method and scheme) as they complete.
+    Returns one BootstrapRatings per (method, scheme), methods outer.
     """
     if any(not get_method(m).is_equilibrium for m in methods) or any(s not in SCHEMES for s in schemes):
         raise ValueError(f"methods must be equilibrium methods of the registry, schemes among {SCHEMES}")
@@ -267,8 +285,26 @@ def bootstrap_ratings(
              for s in schemes for m in methods if m not in together]
     collected: dict[tuple[str, str], list] = {}
     fallbacks: dict[tuple[str, str], int] = {}
-    for method, scheme, first, r, e, sec in map_units(solver, units) if units else ():
+    per_block = len(schemes) * len([m for m in methods if m not in together]) or 1  # units per block of replicates
+    watch = _SettleWatch(settling, confidence) if settling and not together else None
+    done, finished, stopped = 0, 0, "all replicates"
+    results = map_units(solver, units) if units else iter(())
+    for method, scheme, first, r, e, sec in results:
         collected.setdefault((method, scheme), []).append((first, r, e, sec))
+        finished += 1
+        if finished % per_block:
+            continue
+        done = min(first + _CHUNK, replicates)  # units complete in order: every replicate below is done
+        if progress is not None:
+            progress(done)
+        if watch is not None and done < replicates and watch.settled(done, collected):
+            stopped = f"settled: no bound moved more than {settling.tol:g} of its interval's width"
+            close = getattr(results, "close", None)  # a worker pool's map: stop its workers now
+            if close is not None:
+                close()
+            break
+    if stopped != "all replicates":
+        collected = {key: [p for p in parts if p[0] < done] for key, parts in collected.items()}
     for m in methods:
         for s in schemes:
             if m in together:
@@ -283,8 +319,33 @@ def bootstrap_ratings(
             parts = sorted(collected[(m, s)], key=lambda p: p[0])
             out.append(summarise(m, s, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]),
                                  confidence, sum(p[3] for p in parts)))
-            out[-1].diagnostics.update(batched=(m, s) in fallbacks, fallback=fallbacks.get((m, s), 0))
+            out[-1].diagnostics.update(batched=(m, s) in fallbacks, fallback=fallbacks.get((m, s), 0),
+                                       stopped=stopped)
     return out
+
+
+_WIDTH_FLOOR = 1e-3  # intervals narrower than this count as this wide (a point mass settles at once)
+
+
+class _SettleWatch:
+    """The bounds of every (method, scheme) at the last check, to tell when they stop moving."""
+
+    def __init__(self, settling: Settling, confidence: float):
+        self.settling, self.tail = settling, 100.0 * (1.0 - confidence) / 2.0
+        self.last: dict[tuple[str, str], np.ndarray] = {}
+        self.checked = 0
+
+    def settled(self, done: int, collected: dict[tuple[str, str], list]) -> bool:
+        if done < self.settling.min_replicates - self.settling.every or done - self.checked < self.settling.every:
+            return False
+        self.checked = done
+        bounds = {key: np.percentile(np.concatenate([p[1] for p in sorted(parts, key=lambda p: p[0])])[:done],
+                                     [self.tail, 100.0 - self.tail], axis=0) for key, parts in collected.items()}
+        moved = max((float(np.max(np.abs(bounds[k] - self.last[k])) / max(np.median(bounds[k][1] - bounds[k][0]),
+                                                                             _WIDTH_FLOOR))
+                     for k in bounds if k in self.last), default=np.inf)
+        self.last = bounds
+        return done >= self.settling.min_replicates and moved < self.settling.tol
 
 
 def accelerated() -> bool:

@@ -159,13 +159,20 @@ def diverse_nash(
 
 def _descend_rows(u, fixed_xs, free_xs, rows, logits, schedule, steps) -> None:
     """Descend from `logits` the free profiles `rows` (written into `free_xs` in place); the fixed
-    profiles and the other free ones stay and repel them."""
-    stay = np.setdiff1d(np.arange(len(free_xs[0])), rows)
-    partners = tuple(np.concatenate([f, x[stay]]) for f, x in zip(fixed_xs, free_xs))
-    partner_ratings = jnp.asarray(_batched_ratings(u, np.abs(u), partners)[KING])
-    logits = _descend(tuple(map(jnp.asarray, logits)), jnp.asarray(u), partner_ratings, schedule, steps)
+    profiles and the other free ones stay and repel them. Every round passes arrays of the same
+    shapes (all free profiles, a mask of the moving ones), so `_descend` compiles once per game."""
+    moving = np.zeros(len(free_xs[0]), dtype=bool)
+    moving[rows] = True
+    start = []
     for x, theta in zip(free_xs, logits):
-        x[rows] = np.asarray(jax.nn.softmax(theta, axis=-1))
+        held = np.log(np.maximum(x, np.finfo(float).tiny))  # softmax(log x) = x: held profiles stay put
+        held[rows] = theta
+        start.append(jnp.asarray(held))
+    fixed_ratings = jnp.asarray(_batched_ratings(u, np.abs(u), fixed_xs)[KING]) if len(fixed_xs[0]) else \
+        jnp.zeros((0, u.shape[1]))
+    out = _descend(tuple(start), jnp.asarray(u), fixed_ratings, jnp.asarray(moving), schedule, steps)
+    for x, theta in zip(free_xs, out):
+        x[rows] = np.asarray(jax.nn.softmax(theta[rows], axis=-1))
 
 
 def _diverse_result(u, fixed_xs, free_xs, rounds, steps, start) -> DiverseNash:
@@ -224,26 +231,28 @@ def _batched_ratings(u, a, xs):
     return tuple(v - (v * x).sum(axis=1, keepdims=True) for v, x in zip(values, xs))
 
 
-def _objective(logits, weight, bandwidth, u, a, fixed_ratings):
+def _objective(logits, weight, bandwidth, u, a, fixed_ratings, moving):
     xs = tuple(jax.nn.softmax(t, axis=-1) for t in logits)
     values = _batched_values(u, a, *xs)
-    expl = sum(jnp.sum(jnp.max(v, axis=1) - jnp.sum(v * x, axis=1)) for v, x in zip(values, xs))
+    gaps = sum(jnp.max(v, axis=1) - jnp.sum(v * x, axis=1) for v, x in zip(values, xs))
     king = values[KING] - jnp.sum(values[KING] * xs[KING], axis=1, keepdims=True)
-    return expl + weight * _repulsion(king, fixed_ratings, bandwidth)
+    return jnp.sum(gaps * moving) + weight * _repulsion(king, fixed_ratings, moving, bandwidth)
 
 
-def _repulsion(ratings, fixed_ratings, bandwidth):
-    """sum_k mean_{l != k} exp(-||r^k - r^l||^2 / bandwidth^2) over the free profiles k; l also fixed."""
+def _repulsion(ratings, fixed_ratings, moving, bandwidth):
+    """sum_k mean_{l != k} exp(-||r^k - r^l||^2 / bandwidth^2) over the moving free profiles k; l any
+    other profile, free or fixed."""
     others = jnp.concatenate([ratings, fixed_ratings])
     d2 = jnp.sum((ratings[:, None, :] - others[None, :, :]) ** 2, axis=-1)
     self_pairs = jnp.eye(ratings.shape[0], others.shape[0])
-    kernel = jnp.exp(-d2 / bandwidth**2) * (1.0 - self_pairs)
+    kernel = jnp.exp(-d2 / bandwidth**2) * (1.0 - self_pairs) * moving[:, None]
     return jnp.sum(kernel) / max(others.shape[0] - 1, 1)
 
 
 @partial(jax.jit, static_argnames=("steps",))
-def _descend(logits, u, fixed_ratings, schedule, steps):
-    """Adam on `_objective` with the schedules of `diverse_nash`; returns the final logits."""
+def _descend(logits, u, fixed_ratings, moving, schedule, steps):
+    """Adam on `_objective` with the schedules of `diverse_nash`, moving only the rows `moving` (the
+    others get no gradient); returns the final logits."""
     lr0, lr1, w0, bandwidth, fraction = (schedule[i] for i in range(5))
     a = jnp.abs(u)
     grad = jax.grad(_objective)
@@ -254,7 +263,7 @@ def _descend(logits, u, fixed_ratings, schedule, steps):
         progress = t / steps
         weight = w0 * jnp.maximum(0.0, 1.0 - progress / fraction)
         lr = lr0 * (lr1 / lr0) ** progress
-        g = grad(theta, weight, bandwidth, u, a, fixed_ratings)
+        g = tuple(gi * moving[:, None] for gi in grad(theta, weight, bandwidth, u, a, fixed_ratings, moving))
         m1 = tuple(beta1 * mi + (1 - beta1) * gi for mi, gi in zip(m1, g))
         m2 = tuple(beta2 * vi + (1 - beta2) * gi * gi for vi, gi in zip(m2, g))
         c1, c2 = 1 - beta1 ** (t + 1), 1 - beta2 ** (t + 1)

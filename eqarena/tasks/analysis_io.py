@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena import warehouse
+from eqarena.orchestration.steps import step
 from eqarena.warehouse.analyses import RunGame, read_equilibrium_marginals, read_run_game, write_analysis
 from eqarena.warehouse.ratings import latest_rate_run_id, read_ratings
 from eqarena.warehouse.runs import RunRecord
 
 
-@task(name="read_rate_game", cache_policy=NONE)
+@step("read_rate_game")
 def read_rate_game(db: str | None, run_id: str | None = None) -> RunGame:
     """The tensor of rate run `run_id` (default: the newest finished one), read-only."""
     con = warehouse.connect(db, read_only=True)
@@ -27,7 +26,7 @@ def read_rate_game(db: str | None, run_id: str | None = None) -> RunGame:
         con.close()
 
 
-@task(name="read_selected_equilibrium", cache_policy=NONE)
+@step("read_selected_equilibrium")
 def read_selected_equilibrium(db: str | None, game: RunGame, method: str = "ne") -> list[np.ndarray]:
     """The rate run's stored `method` equilibrium: its (prompt, king, rebel) marginals over `game`'s actions."""
     con = warehouse.connect(db, read_only=True)
@@ -37,7 +36,7 @@ def read_selected_equilibrium(db: str | None, game: RunGame, method: str = "ne")
         con.close()
 
 
-@task(name="top_model", cache_policy=NONE)
+@step("top_model")
 def top_model(db: str | None, run_id: str, methods: tuple[str, ...] = ("ne", "cce", "bt")) -> tuple[str, str]:
     """(model, method): the best king of the first of `methods` the run rated (highest rating, then
     largest equilibrium mass, then name)."""
@@ -54,7 +53,7 @@ def top_model(db: str | None, run_id: str, methods: tuple[str, ...] = ("ne", "cc
     raise LookupError(f"rate run {run_id!r} has no model ratings")
 
 
-@task(name="write_analysis_run", cache_policy=NONE)
+@step("write_analysis_run")
 def write_analysis_run(db: str | None, run: RunRecord, frames: dict[str, pl.DataFrame]) -> None:
     """The analysis run's `runs` row and tables, in one transaction."""
     con = warehouse.connect(db)

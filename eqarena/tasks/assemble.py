@@ -6,11 +6,10 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 
 import numpy as np
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena import warehouse
 from eqarena.options import MissingPolicy, RateOptions
+from eqarena.orchestration.steps import step
 from eqarena.solvers.imputation import ImputationError, impute_payoffs
 from eqarena.warehouse.tensor import (
     Dropped,
@@ -21,9 +20,12 @@ from eqarena.warehouse.tensor import (
     assemble_tensor,
     available_judges,
     read_battles,
+    score_judges,
 )
 
 ALL_PRD = "all-prd"
+NO_BATTLES = {key: np.zeros(0, dtype=np.float64 if key == "score" else np.int64)
+              for key in ("prompt", "model_a", "model_b", "score")}
 PRD_PREFIX = "prd:"
 
 
@@ -59,7 +61,7 @@ def expand_judges(dataset: str, available: list[str], requested: list[str] | Non
     return list(dict.fromkeys(judges))
 
 
-@task(name="assemble_tensor", cache_policy=NONE)
+@step("assemble_tensor")
 def assemble(db: str | None, options: RateOptions) -> Assembled:
     """Position-balanced u_king and coverage of `options.judges` on `options.dataset` (`orders`: both
     orders needed per cell, or any); applies the missing-cell policy (docs/game.md#missing-cells)."""
@@ -70,7 +72,8 @@ def assemble(db: str | None, options: RateOptions) -> Assembled:
             tensor, dropped = impute(raw)
         else:
             tensor, dropped = apply_missing_policy(raw, options.missing)
-        battles = read_battles(con, tensor)
+        # Score judges have no battles: Bradley-Terry then fits the tensor's cells, as for imputed data.
+        battles = NO_BATTLES if score_judges(con, options.dataset) & set(chosen) else read_battles(con, tensor)
     return Assembled(raw=raw, tensor=tensor, dropped=dropped, battles=battles)
 
 

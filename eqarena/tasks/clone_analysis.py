@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena.options import CloneOptions
+from eqarena.orchestration.steps import step
 from eqarena.solvers.clones import (
     CloneOutcome,
     clone_experiment,
@@ -19,7 +18,7 @@ from eqarena.solvers.clones import (
 from eqarena.warehouse.analyses import RunGame
 
 
-@task(name="run_clone_experiment", cache_policy=NONE)
+@step("run_clone_experiment")
 def run_clone_experiment(game: RunGame, settings: CloneOptions) -> list[CloneOutcome]:
     """Every method's model ranks on the game with 0..n adversarial copies, exact and noisy."""
     if settings.target not in game.models:

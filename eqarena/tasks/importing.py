@@ -6,8 +6,6 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena import warehouse
 from eqarena.datasets.records import DatasetError
@@ -17,6 +15,7 @@ from eqarena.importers.pairwise import read_pairwise_table
 from eqarena.importers.result import Imported
 from eqarena.importers.scores import read_score_table
 from eqarena.options import ImportFormat, ImportOptions
+from eqarena.orchestration.steps import step
 from eqarena.tasks.ingest import IngestSummary
 from eqarena.warehouse.catalog import judge_templates
 
@@ -30,7 +29,7 @@ class ImportSummary:
     judges: tuple[str, ...]
 
 
-@task(name="read_import", cache_policy=NONE)
+@step("read_import")
 def read_import(options: ImportOptions) -> Imported:
     """Read and validate `options.paths` as `options.fmt`; DatasetError names file:line."""
     files = [Path(p) for p in options.paths]
@@ -45,12 +44,12 @@ def read_import(options: ImportOptions) -> Imported:
     return read_score_table(files, options.dataset, options.judge, options.payoff, options.scale)
 
 
-@task(name="check_score_judges", cache_policy=NONE)
+@step("check_score_judges")
 def check_score_judges(db: str | None, imported: Imported) -> None:
     """Refuse scores imported under a judge that already holds scores turned into payoffs another way:
     the rate flow pools a judge's judgments, so the two payoffs would be averaged."""
     data = imported.dataset
-    wanted = {j.judge: j.template_hash for j in data.judgments}
+    wanted = dict(data.scores.select("judge", "template_hash").unique().iter_rows())
     with closing(warehouse.connect(db, read_only=True)) as con:
         stored = judge_templates(con, data.name, sorted(wanted))
     for judge, hashes in stored.items():

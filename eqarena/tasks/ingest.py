@@ -8,8 +8,7 @@ from dataclasses import replace as replace_fields
 from pathlib import Path
 from typing import Callable, Iterator
 
-from prefect import task
-from prefect.cache_policies import NONE
+import polars as pl
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -17,12 +16,14 @@ from eqarena import warehouse
 from eqarena.datasets.arena_hard import arena_hard_files, is_arena_hard_dir, read_arena_hard
 from eqarena.datasets.bundled import bundle_files, is_bundle_dir, read_bundle, seed_dir, seed_names
 from eqarena.datasets.records import Dataset, DatasetError, input_size, model_family, text_sha256
+from eqarena.orchestration.steps import step
 from eqarena.warehouse.catalog import (
     JUDGMENTS,
     MODELS,
     PROMPT_PLACEHOLDERS,
     PROMPTS,
     RESPONSES,
+    SCORES,
     TableChanges,
     transaction,
     write_rows,
@@ -33,7 +34,7 @@ LARGE_INPUT_BYTES = 1_000_000  # inputs at least this big get a progress bar (on
 
 @dataclass(frozen=True)
 class IngestSummary:
-    """What an ingest did, per table (prompts, models, responses, judgments)."""
+    """What an ingest did, per table (prompts, models, responses, judgments, and scores when there are)."""
 
     dataset: str
     source: str
@@ -72,7 +73,7 @@ def resolve_source(dataset: str) -> tuple[str, Path]:
     )
 
 
-@task(name="read_dataset", cache_policy=NONE)
+@step("read_dataset")
 def read_dataset(dataset: str, name: str | None = None) -> Dataset:
     """Read and validate a bundled dataset or an arena-hard directory; DatasetError names file:line.
 
@@ -87,7 +88,7 @@ def read_dataset(dataset: str, name: str | None = None) -> Dataset:
         return read_arena_hard(directory, name or directory.resolve().name, advance)
 
 
-@task(name="write_dataset", cache_policy=NONE)
+@step("write_dataset")
 def write_dataset(db: str | None, data: Dataset, replace: bool, run_id: str) -> IngestSummary:
     """Write prompts, models, responses and recorded judgments in one transaction (nothing on failure)."""
     name = data.name
@@ -99,13 +100,13 @@ def write_dataset(db: str | None, data: Dataset, replace: bool, run_id: str) -> 
     responses = [{"dataset": name, "prompt_id": r.prompt_id, "model_id": r.model_id,
                   "response_id": r.response_id, "text": r.text, "text_sha256": text_sha256(r.text)}
                  for r in data.responses]
-    judgments = [{"judge": j.judge, "template_hash": j.template_hash, "dataset": name, "prompt_id": j.prompt_id,
-                  "model_a": j.model_a, "model_b": j.model_b, "sample_index": j.sample_index, "status": j.status,
-                  "verdict": j.verdict, "score": j.score, "raw_text": j.raw_text, "run_id": run_id}
-                 for j in data.judgments]
+    labels = (pl.lit(name).alias("dataset"), pl.lit(run_id).alias("run_id"))
+    judgments = data.judgments.with_columns(*labels)
+    scores = data.scores.with_columns(*labels)
     with closing(warehouse.connect(db)) as con, transaction(con):
         tables = tuple(write_rows(con, spec, rows, replace=replace) for spec, rows in
-                       ((PROMPTS, prompts), (MODELS, models), (RESPONSES, responses), (JUDGMENTS, judgments)))
+                       ((PROMPTS, prompts), (MODELS, models), (RESPONSES, responses), (JUDGMENTS, judgments),
+                        (SCORES, scores)) if spec is not SCORES or scores.height)
         if placeholders:
             added = write_rows(con, PROMPT_PLACEHOLDERS, placeholders)
             tables = (replace_fields(tables[0], new=tables[0].new + added.new,

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import sys
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NONE
 
 from eqarena.judge.plan import PlanSummary
 from eqarena.judge.setup import confirm_spend
 from eqarena.options import JudgeOptions, MainJobOptions, SpendCaps
+from eqarena.orchestration.steps import step, run_logger
 from eqarena.tasks.assemble import ALL_PRD, PRD_PREFIX
 from eqarena.tasks.judge_plan import plan_judge_run
 
@@ -26,12 +25,12 @@ def main_job_judge(options: MainJobOptions, dataset: str) -> JudgeOptions:
                         caps=SpendCaps(max_cost=options.max_cost))
 
 
-@task(name="check_judge_plan", cache_policy=NONE)
+@step("check_judge_plan")
 def check_judge_plan(options: MainJobOptions, judge: JudgeOptions, db: str | None) -> PlanSummary:
     """Print the judge plan (calls, tokens, cost) on stderr and refuse a plan estimated above
     SPEND_CONFIRM_USD unless `options.max_cost` caps it or `options.yes` confirms it (SpendNotConfirmed)."""
     plan = plan_judge_run(judge, db).plan
     print(plan.line(), file=sys.stderr, flush=True)
-    get_run_logger().info(plan.line())
+    run_logger().info(plan.line())
     confirm_spend(plan, options.max_cost, options.yes)
     return plan

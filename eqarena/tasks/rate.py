@@ -7,15 +7,15 @@ import os
 import time
 from contextlib import closing
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena import warehouse
 from eqarena.methods import RatingMethod, get_method
-from eqarena.options import RateOptions
-from eqarena.solvers.bootstrap import SCHEMES, bootstrap_ratings
+from eqarena.options import BootstrapOptions, RateOptions
+from eqarena.orchestration.steps import step
+from eqarena.solvers.bootstrap import SCHEMES, Settling, bootstrap_ratings
 from eqarena.solvers.contributions import contributions
 from eqarena.solvers.games import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
 from eqarena.solvers.imputed_share import imputed_shares
@@ -32,7 +32,7 @@ def rate_parameters(options: RateOptions, methods: tuple[str, ...], judges: list
     """The `runs.parameters` of a rate run (what `refresh` compares to find a current run)."""
     return {"dataset": options.dataset, "judges": list(judges), "methods": list(methods),
             "missing": options.missing.value, "bootstrap": options.bootstrap.replicates,
-            "seed": options.bootstrap.seed, "orders": options.orders.value}
+            "seed": options.bootstrap.seed, "settle": options.bootstrap.settle, "orders": options.orders.value}
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,7 +57,7 @@ def _scalar_diagnostics(diagnostics: dict) -> dict:
     return kept
 
 
-@task(name="rate_method", cache_policy=NONE, task_run_name="rate-{name}")
+@step("rate_method", task_run_name="rate-{name}")
 def rate_method(tensor: PayoffTensor, battles: dict[str, np.ndarray], name: str, bootstrap: int, seed: int) -> Solved:
     """Rate `tensor` by the registered method `name`: an equilibrium method's ratings of all three
     players (deviation gains, paper eq. 1) with the king x rebel contributions (paper Section 4.3), or a
@@ -101,13 +101,17 @@ def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
     return Solved(method.name, ratings, record, seconds)
 
 
-@task(name="bootstrap_equilibria", cache_policy=NONE)
+@step("bootstrap_equilibria")
 def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], solved: list[Solved],
-                         replicates: int, seed: int) -> tuple[list[IntervalRecord], dict]:
+                         options: BootstrapOptions, progress: Callable[[int], None] | None = None,
+                         ) -> tuple[list[IntervalRecord], dict]:
     """Bootstrap confidence of every solved equilibrium method's model ratings (solvers.bootstrap):
-    each replicate's game re-solved exactly, over prompts and over judge samples within cells.
+    each replicate's game re-solved exactly, over prompts and over judge samples within cells, until
+    the intervals settle (`options.settle`) or `options.replicates` are done.
 
-    Returns the records to store and diagnostics (seconds, worker processes, largest exploitability)."""
+    Returns the records to store and diagnostics (replicates used and why it stopped, seconds, worker
+    processes, largest exploitability). `progress(n)`: n replicates done."""
+    replicates, seed = options.replicates, options.seed
     full = {s.method: r.rating for s in solved if s.equilibrium is not None for r in s.ratings if r.player == "king"}
     if replicates < 2 or not full:
         return [], {}
@@ -115,8 +119,10 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
     solves = replicates * len(full) * len(schemes)
     workers = min(2, os.cpu_count() or 1) if solves >= _PARALLEL_FROM else 1
     start = time.perf_counter()
+    settling = Settling(tol=options.settle) if options.settle > 0 else None
     results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
-                                battles=battles, imputed=tensor.imputed, map_units=process_map(workers))
+                                battles=battles, imputed=tensor.imputed, map_units=process_map(workers),
+                                settling=settling, progress=progress)
     records = [
         IntervalRecord(
             method=b.method, scheme=b.scheme, models=tensor.models, rating=np.asarray(full[b.method]),
@@ -125,13 +131,14 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
             max_exploitability=b.diagnostics["max_exploitability"])
         for b in results
     ]
-    diagnostics = {"replicates": replicates, "schemes": list(schemes), "workers": workers,
+    diagnostics = {"replicates": len(results[0].ratings), "max_replicates": replicates,
+                   "stopped": results[0].diagnostics["stopped"], "schemes": list(schemes), "workers": workers,
                    "seconds": time.perf_counter() - start,
                    "max_exploitability": max(b.diagnostics["max_exploitability"] for b in results)}
     return records, diagnostics
 
 
-@task(name="write_ratings", cache_policy=NONE)
+@step("write_ratings")
 def write_run(db: str | None, run: RunRecord, assembled, solved: list[Solved],
               intervals: list[IntervalRecord] | None = None) -> None:
     """Write the run's rows (runs, payoffs, ratings, equilibria, contributions, coverage, bootstrap

@@ -7,10 +7,8 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NONE
-
 from eqarena import warehouse
+from eqarena.orchestration.steps import run_logger, step
 from eqarena.options import RateOptions
 from eqarena.tasks.assemble import expand_judges
 from eqarena.warehouse.analyses import latest_analysis
@@ -35,14 +33,14 @@ def writing_the_warehouse(db: str | None, run_id: str, wait_s: float) -> Iterato
     db_path = warehouse.resolve_db_path(db).resolve()
 
     def waiting(holder: dict) -> None:
-        get_run_logger().warning(f"warehouse {db_path} is being written by run {holder.get('run_id', '?')}; "
+        run_logger().warning(f"warehouse {db_path} is being written by run {holder.get('run_id', '?')}; "
                                  f"waiting up to {wait_s:g} s")
 
     with writer_lock(db_path, run_id, wait_s, on_wait=waiting):
         yield
 
 
-@task(name="fingerprint_rate_inputs", cache_policy=NONE)
+@step("fingerprint_rate_inputs")
 def fingerprint_rate_inputs(db: str | None, options: RateOptions) -> RateInputs:
     """The judges `options.judges` expands to and the fingerprint of their judgments on the dataset
     (the hash a rate run stores as `data_fingerprint`), without solving anything."""
@@ -52,21 +50,21 @@ def fingerprint_rate_inputs(db: str | None, options: RateOptions) -> RateInputs:
     return RateInputs(judges=tuple(tensor.judges), fingerprint=tensor.fingerprint)
 
 
-@task(name="find_current_rate_run", cache_policy=NONE)
+@step("find_current_rate_run")
 def find_current_rate_run(db: str | None, fingerprint: str, parameters: dict) -> str | None:
     """The newest finished rate run of the same data and parameters, or None."""
     with closing(warehouse.connect(db, read_only=True)) as con:
         return matching_rate_run(con, fingerprint, parameters)
 
 
-@task(name="current_analyses", cache_policy=NONE)
+@step("current_analyses")
 def current_analyses(db: str | None, rate_run_id: str, kinds: tuple[str, ...]) -> tuple[str, ...]:
     """Those of the analyses `kinds` the rate run has a finished run of."""
     with closing(warehouse.connect(db, read_only=True)) as con:
         return tuple(kind for kind in kinds if latest_analysis(con, kind, rate_run_id))
 
 
-@task(name="read_model_ratings", cache_policy=NONE)
+@step("read_model_ratings")
 def read_model_ratings(db: str | None, rate_run_id: str) -> list[RatingRow]:
     """The rate run's model (king) ratings."""
     with closing(warehouse.connect(db, read_only=True)) as con:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from contextlib import closing
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena import warehouse
 from eqarena.methods import ordered
+from eqarena.orchestration.steps import step
 from eqarena.report.analyses import load_clone_report, load_risk_report
 from eqarena.report.render import ReportData, render_html
 from eqarena.warehouse import ratings as store
@@ -27,7 +26,7 @@ def _top_prompts(ratings: list[store.RatingRow], equilibrium_methods: list[str])
     return []
 
 
-@task(name="load_report_data", cache_policy=NONE)
+@step("load_report_data")
 def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
     """Read run `run_id` (default: the latest finished rate run) from the warehouse, read-only."""
     with closing(warehouse.connect(db, read_only=True)) as con:
@@ -64,7 +63,7 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
         )
 
 
-@task(name="write_report", cache_policy=NONE)
+@step("write_report")
 def write_report(data: ReportData, out_dir: str | Path) -> Path:
     """Write `eqarena-<run_id>.html` into `out_dir` (created if needed); returns its path."""
     out = Path(out_dir)

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NONE
 
+from eqarena.orchestration.steps import step
 from eqarena.solvers.risk import DEFAULT_TOL as EQUILIBRIUM_TOL
 from eqarena.solvers.risk import (
     DiverseNash,
@@ -36,20 +35,20 @@ class RiskFindings:
     search_seconds: float
 
 
-@task(name="enumerate_pure_nash", cache_policy=NONE)
+@step("enumerate_pure_nash")
 def enumerate_pure_nash(game: RunGame) -> np.ndarray:
     """Every pure-strategy NE (prompt, king, rebel) as indices, (n, 3)."""
     return pure_nash_equilibria(game.u_king)
 
 
-@task(name="search_equilibria", cache_policy=NONE)
+@step("search_equilibria")
 def search_equilibria(game: RunGame, selected: list[np.ndarray], num: int, seed: int) -> DiverseNash:
     """`num` profiles descending exploitability in parallel, pushed apart in ratings; profile 0 is the
     selected NE, fixed."""
     return diverse_nash(game.u_king, num, seed=seed, fixed=[selected])
 
 
-@task(name="rank_risk", cache_policy=NONE)
+@step("rank_risk")
 def rank_risk(game: RunGame, found: DiverseNash, eta: float, steps: int) -> RiskFindings:
     """Risk of the distinct equilibria found (exploitability <= 1e-2), under uniform and iterated priors."""
     keep = np.flatnonzero(found.distinct)

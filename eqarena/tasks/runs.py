@@ -19,11 +19,10 @@ from pathlib import Path
 from time import perf_counter
 from typing import Iterator
 
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena import warehouse
 from eqarena.orchestration.runtime import current_flow_run_id
+from eqarena.orchestration.steps import step
 from eqarena.warehouse.runs import RunRecord, upsert_run
 
 VERSIONED = ("eqarena", "jax", "numpy", "duckdb", "prefect")
@@ -50,7 +49,7 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-@task(name="record_run", cache_policy=NONE)
+@step("record_run")
 def record_run(db: str | None, run: RunRecord) -> None:
     """Insert or update the run's row in `runs`."""
     with closing(warehouse.connect(db)) as con:

@@ -1,9 +1,9 @@
 """SQL for the catalog tables (prompts, models, responses) and imported judgments: writing rows with
 change detection, and reading them back.
 
-A write stages the incoming rows in a temporary table and compares them with the stored ones by key:
-`new` rows are inserted, `unchanged` rows are left alone, `changed` rows (same key, other content) are
-reported and only overwritten when asked to. The caller owns the transaction (see `transaction`), so
+A write hands the incoming rows to DuckDB as Arrow (a temporary view, no copy) and compares them
+with the stored ones by key: `new` rows are inserted, `unchanged` rows are left alone, `changed` rows
+(same key, other content) are reported and only overwritten when asked to. The caller owns the transaction (see `transaction`), so
 a failed ingest writes nothing.
 """
 
@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import duckdb
+import polars as pl
 
 MAX_REPORTED_KEYS = 10
+_POLARS_TYPES = {"VARCHAR": pl.Utf8, "INTEGER": pl.Int64, "DOUBLE": pl.Float64}
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,19 @@ JUDGMENTS = TableSpec(
     content=("status", "verdict", "score", "raw_text"),
     untracked=("run_id",),
 )
+SCORES = TableSpec(
+    "scores",
+    {"judge": "VARCHAR", "template_hash": "VARCHAR", "dataset": "VARCHAR", "prompt_id": "VARCHAR",
+     "model_id": "VARCHAR", "score": "DOUBLE", "payoff": "VARCHAR", "scale": "DOUBLE", "run_id": "VARCHAR"},
+    key=("judge", "template_hash", "dataset", "prompt_id", "model_id"),
+    content=("score", "payoff", "scale"),
+    untracked=("run_id",),
+)
 # Prompts known only by id (imported judgments or scores without the prompt's text): inserted when
 # the dataset does not hold the prompt yet, never compared with or overwriting a stored text.
 PROMPT_PLACEHOLDERS = TableSpec(PROMPTS.table, PROMPTS.types, key=PROMPTS.key, content=(),
                                 untracked=PROMPTS.content)
-TABLES = {spec.table: spec for spec in (PROMPTS, MODELS, RESPONSES, JUDGMENTS)}
+TABLES = {spec.table: spec for spec in (PROMPTS, MODELS, RESPONSES, JUDGMENTS, SCORES)}
 
 
 @dataclass(frozen=True)
@@ -86,45 +96,54 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 
 
 def write_rows(
-    con: duckdb.DuckDBPyConnection, spec: TableSpec, rows: Sequence[dict], *, replace: bool = False
+    con: duckdb.DuckDBPyConnection, spec: TableSpec, rows: Sequence[dict] | pl.DataFrame, *, replace: bool = False
 ) -> TableChanges:
     """Insert rows whose key is new; count unchanged and changed ones; overwrite changed ones if `replace`.
 
-    `rows` are dicts with every column of `spec`; duplicate keys within `rows` are the caller's error.
+    `rows`: dicts, or a polars frame, with every column of `spec`; duplicate keys within `rows` are the
+    caller's error. The rows reach DuckDB in bulk (Arrow), never row by row.
     """
-    if not rows:
+    frame = rows if isinstance(rows, pl.DataFrame) else pl.DataFrame(
+        {c: [row[c] for row in rows] for c in spec.columns},
+        schema={c: _POLARS_TYPES[spec.types[c]] for c in spec.columns})
+    if frame.height == 0:
         return TableChanges(spec.table)
-    stage = f"_stage_{spec.table}"
-    selects = ", ".join(f"unnest(${i + 1}::{spec.types[c]}[]) AS {c}" for i, c in enumerate(spec.columns))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT {selects}",
-                [[row[c] for row in rows] for c in spec.columns])
+    stage, incoming = f"_stage_{spec.table}", f"_incoming_{spec.table}"
+    # The rows stay in Arrow memory: DuckDB scans them through a view, without a copy in a temp table.
+    con.register(incoming, frame.select(spec.columns).to_arrow())
     try:
-        on_key = " AND ".join(f"t.{c} = s.{c}" for c in spec.key)
-        differs = " OR ".join(f"t.{c} IS DISTINCT FROM s.{c}" for c in spec.content) or "FALSE"
-        new, changed = con.execute(
-            f"SELECT count(*) FILTER (WHERE t.{spec.key[0]} IS NULL), "
-            f"count(*) FILTER (WHERE t.{spec.key[0]} IS NOT NULL AND ({differs})) "
-            f"FROM {stage} s LEFT JOIN {spec.table} t ON {on_key}"
-        ).fetchall()[0]
-        changed_keys = tuple(con.execute(
-            f"SELECT {', '.join('s.' + c for c in spec.key)} FROM {stage} s JOIN {spec.table} t ON {on_key} "
-            f"WHERE {differs} ORDER BY ALL LIMIT {MAX_REPORTED_KEYS}"
-        ).fetchall()) if changed else ()
-        columns = ", ".join(spec.columns)
-        con.execute(
-            f"INSERT INTO {spec.table} ({columns}) SELECT {columns} FROM {stage} s "
-            f"WHERE NOT EXISTS (SELECT 1 FROM {spec.table} t WHERE {on_key})"
-        )
-        replaced = 0
-        if replace and changed:
-            assignments = ", ".join(f"{c} = s.{c}" for c in (*spec.content, *spec.untracked))
-            con.execute(
-                f"UPDATE {spec.table} t SET {assignments} FROM {stage} s WHERE {on_key} AND ({differs})"
-            )
-            replaced = changed
+        casts = ", ".join(f"CAST({c} AS {spec.types[c]}) AS {c}" for c in spec.columns)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {stage} AS SELECT {casts} FROM {incoming}")
+        return _merge_stage(con, spec, stage, frame.height, replace)
     finally:
-        con.execute(f"DROP TABLE IF EXISTS {stage}")
-    return TableChanges(spec.table, new=new, unchanged=len(rows) - new - changed, changed=changed,
+        con.execute(f"DROP VIEW IF EXISTS {stage}")
+        con.unregister(incoming)
+
+
+def _merge_stage(con: duckdb.DuckDBPyConnection, spec: TableSpec, stage: str, total: int,
+                 replace: bool) -> TableChanges:
+    on_key = " AND ".join(f"t.{c} = s.{c}" for c in spec.key)
+    differs = " OR ".join(f"t.{c} IS DISTINCT FROM s.{c}" for c in spec.content) or "FALSE"
+    new, changed = con.execute(
+        f"SELECT count(*) FILTER (WHERE t.{spec.key[0]} IS NULL), "
+        f"count(*) FILTER (WHERE t.{spec.key[0]} IS NOT NULL AND ({differs})) "
+        f"FROM {stage} s LEFT JOIN {spec.table} t ON {on_key}"
+    ).fetchall()[0]
+    changed_keys = tuple(con.execute(
+        f"SELECT {', '.join('s.' + c for c in spec.key)} FROM {stage} s JOIN {spec.table} t ON {on_key} "
+        f"WHERE {differs} ORDER BY ALL LIMIT {MAX_REPORTED_KEYS}"
+    ).fetchall()) if changed else ()
+    columns = ", ".join(spec.columns)
+    con.execute(
+        f"INSERT INTO {spec.table} ({columns}) SELECT {columns} FROM {stage} s "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {spec.table} t WHERE {on_key})"
+    )
+    replaced = 0
+    if replace and changed:
+        assignments = ", ".join(f"{c} = s.{c}" for c in (*spec.content, *spec.untracked))
+        con.execute(f"UPDATE {spec.table} t SET {assignments} FROM {stage} s WHERE {on_key} AND ({differs})")
+        replaced = changed
+    return TableChanges(spec.table, new=new, unchanged=total - new - changed, changed=changed,
                         replaced=replaced, changed_keys=changed_keys)
 
 
@@ -175,9 +194,19 @@ def dataset_model_ids(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]
 
 
 def judge_templates(con: duckdb.DuckDBPyConnection, dataset: str, judges: Sequence[str]) -> dict[str, list[str]]:
-    """The template hashes each of `judges` has judgments with on `dataset` (judges without any omitted)."""
+    """The template hashes each of `judges` has judgments or scores with on `dataset` (judges without any
+    omitted)."""
+    scores = " UNION SELECT judge, template_hash FROM scores WHERE dataset = $dataset" if has_scores(con) else ""
     rows = con.execute(
-        "SELECT judge, list(DISTINCT template_hash ORDER BY template_hash) FROM judgments "
-        "WHERE dataset = ? AND list_contains(?, judge) GROUP BY judge ORDER BY judge",
-        [dataset, list(judges)]).fetchall()
+        f"SELECT judge, list(DISTINCT template_hash ORDER BY template_hash) FROM ("
+        f"SELECT judge, template_hash FROM judgments WHERE dataset = $dataset{scores}) "
+        f"WHERE list_contains($judges, judge) GROUP BY judge ORDER BY judge",
+        {"dataset": dataset, "judges": list(judges)}).fetchall()
     return {judge: list(hashes) for judge, hashes in rows}
+
+
+def has_scores(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the warehouse has the `scores` table (a read-only connection to a warehouse written by an
+    older eqarena may not: it is created by migration 008)."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'scores' "
+                            "AND table_schema = 'main'").fetchone()[0])

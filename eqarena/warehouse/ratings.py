@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Sequence, TypeVar
+from typing import Sequence, TypeVar
 
 import duckdb
 import numpy as np
+import polars as pl
 
 from eqarena.warehouse.runs import RunRecord, to_json, upsert_run
 from eqarena.warehouse.tensor import Dropped, PayoffTensor
 
-if TYPE_CHECKING:
-    import polars as pl
 
 PLAYERS = ("prompt", "king", "rebel")
 JOINT_MASS_THRESHOLD = 1e-7  # CCE joint cells below this are not stored (their total is)
@@ -86,6 +85,26 @@ def _insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[st
     )
 
 
+def _insert_cells(con: duckdb.DuckDBPyConnection, table: str, fixed: dict[str, str], t: PayoffTensor,
+                  cells: tuple[np.ndarray, np.ndarray, np.ndarray], values: dict[str, np.ndarray]) -> None:
+    """Insert one row per (prompt, king, rebel) cell of `t`, given as index arrays: the numbers travel
+    as Arrow columns and the names are looked up in DuckDB, so a 32-million-cell tensor never becomes
+    Python objects. `fixed`: columns with one value for every row (run_id, method)."""
+    p, i, j = cells
+    if not len(p):
+        return
+    frame = pl.DataFrame({"_p": p.astype(np.int32) + 1, "_i": i.astype(np.int32) + 1, "_j": j.astype(np.int32) + 1,
+                          **values})
+    names = [*fixed, "prompt_id", "king", "rebel", *values]
+    selects = [*(f"${c}" for c in fixed), "$prompts[_p]", "$models[_i]", "$models[_j]", *values]
+    con.register("_cells", frame)
+    try:
+        con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(selects)} FROM _cells",
+                    {**fixed, "prompts": list(t.prompts), "models": list(t.models)})
+    finally:
+        con.unregister("_cells")
+
+
 def _floats(values: np.ndarray | None, n: int) -> list:
     if values is None:
         return [None] * n
@@ -130,16 +149,13 @@ def write_rate_run(
 
 def _write_payoffs(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTensor) -> None:
     P, M, _ = t.shape
-    p, i, j = np.nonzero(~np.eye(M, dtype=bool)[None].repeat(P, axis=0))
-    prompts, models = np.asarray(t.prompts, dtype=object), np.asarray(t.models, dtype=object)
-    _insert_columns(con, "payoffs", {
-        "run_id": ("VARCHAR", [run_id] * len(p)),
-        "prompt_id": ("VARCHAR", prompts[p].tolist()),
-        "king": ("VARCHAR", models[i].tolist()),
-        "rebel": ("VARCHAR", models[j].tolist()),
-        "u_king": ("DOUBLE", t.u_king[p, i, j].astype(float).tolist()),
-        "samples": ("INTEGER", (t.samples[p, i, j] + t.samples[p, j, i]).astype(int).tolist()),
-        "imputed": ("BOOLEAN", ([False] * len(p) if t.imputed is None else t.imputed[p, i, j].tolist())),
+    off_diagonal = ~np.eye(M, dtype=bool)
+    p, i, j = np.nonzero(np.broadcast_to(off_diagonal, (P, M, M)))
+    samples = t.samples + np.swapaxes(t.samples, 1, 2)
+    _insert_cells(con, "payoffs", {"run_id": run_id}, t, (p, i, j), {
+        "u_king": t.u_king[:, off_diagonal].ravel().astype(np.float64),
+        "samples": samples[:, off_diagonal].ravel().astype(np.int32),
+        "imputed": np.zeros(len(p), dtype=bool) if t.imputed is None else t.imputed[:, off_diagonal].ravel(),
     })
 
 
@@ -197,15 +213,8 @@ def _write_equilibrium(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTen
         keep = joint >= JOINT_MASS_THRESHOLD
         p, i, j = np.nonzero(keep)
         joint_cells, omitted = int(keep.sum()), float(joint[~keep].sum())
-        prompts, models = np.asarray(t.prompts, dtype=object), np.asarray(t.models, dtype=object)
-        _insert_columns(con, "equilibrium_joint", {
-            "run_id": ("VARCHAR", [run_id] * len(p)),
-            "method": ("VARCHAR", [eq.method] * len(p)),
-            "prompt_id": ("VARCHAR", prompts[p].tolist()),
-            "king": ("VARCHAR", models[i].tolist()),
-            "rebel": ("VARCHAR", models[j].tolist()),
-            "mass": ("DOUBLE", joint[p, i, j].tolist()),
-        })
+        _insert_cells(con, "equilibrium_joint", {"run_id": run_id, "method": eq.method}, t, (p, i, j),
+                      {"mass": joint[p, i, j]})
     con.execute(
         "INSERT INTO equilibria (run_id, method, solution_concept, target, solver, exploitability, steps, "
         "final_temperature, seconds, joint_cells, joint_mass_omitted, diagnostics) "

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from eqarena.warehouse.catalog import has_scores
+
 
 @dataclass(frozen=True)
 class DatasetCounts:
@@ -57,23 +59,33 @@ class WarehouseStatus:
         }
 
 
+_JUDGED = "judged AS (SELECT judge, dataset, prompt_id, model_a, model_b, status FROM judgments)"
+_JUDGED_WITH_SCORES = """
+judged AS (
+    SELECT judge, dataset, prompt_id, model_a, model_b, status FROM judgments
+    UNION ALL
+    SELECT a.judge, a.dataset, a.prompt_id, a.model_id, b.model_id, 'ok' FROM scores a JOIN scores b
+        ON a.judge = b.judge AND a.template_hash = b.template_hash AND a.dataset = b.dataset
+           AND a.prompt_id = b.prompt_id AND a.model_id <> b.model_id
+)"""
+
 _DATASET_MODELS = """
 dataset_models AS (
     SELECT dataset, model_id FROM responses
-    UNION SELECT dataset, m FROM (SELECT dataset, model_a AS m FROM judgments
-                                  UNION SELECT dataset, model_b FROM judgments)
+    UNION SELECT dataset, m FROM (SELECT dataset, model_a AS m FROM judged
+                                  UNION SELECT dataset, model_b FROM judged)
           WHERE dataset NOT IN (SELECT dataset FROM responses)
 )"""
 
 _JUDGE_COVERAGE = f"""
-WITH {_DATASET_MODELS},
+{_DATASET_MODELS},
 dataset_sizes AS (
     SELECT p.dataset, p.n_prompts, coalesce(m.n_models, 0) AS n_models
     FROM (SELECT dataset, count(*) AS n_prompts FROM prompts GROUP BY dataset) p
     LEFT JOIN (SELECT dataset, count(*) AS n_models FROM dataset_models GROUP BY dataset) m
         USING (dataset)
 ),
-judge_datasets AS (SELECT DISTINCT judge, dataset FROM judgments),
+judge_datasets AS (SELECT DISTINCT judge, dataset FROM judged),
 cells AS (
     SELECT jd.judge, sum(coalesce(s.n_prompts * s.n_models * (s.n_models - 1), 0)) AS cells
     FROM judge_datasets jd LEFT JOIN dataset_sizes s USING (dataset)
@@ -83,7 +95,7 @@ complete AS (
     SELECT judge, count(*) AS complete_cells
     FROM (
         SELECT DISTINCT j.judge, j.dataset, j.prompt_id, j.model_a, j.model_b
-        FROM judgments j
+        FROM judged j
         JOIN prompts p ON p.dataset = j.dataset AND p.prompt_id = j.prompt_id
         WHERE j.status = 'ok'
           AND EXISTS (SELECT 1 FROM dataset_models m WHERE m.dataset = j.dataset AND m.model_id = j.model_a)
@@ -93,7 +105,7 @@ complete AS (
 ),
 counts AS (
     SELECT judge, count(*) AS judgments, count(*) FILTER (WHERE status = 'ok') AS ok
-    FROM judgments GROUP BY judge
+    FROM judged GROUP BY judge
 )
 SELECT c.judge, c.judgments, c.ok, coalesce(k.complete_cells, 0), coalesce(x.cells, 0)
 FROM counts c LEFT JOIN complete k USING (judge) LEFT JOIN cells x USING (judge)
@@ -101,13 +113,13 @@ ORDER BY c.judge
 """
 
 _DATASET_COUNTS = f"""
-WITH {_DATASET_MODELS}
+{_DATASET_MODELS}
 SELECT d.dataset,
        (SELECT count(*) FROM prompts p WHERE p.dataset = d.dataset),
        (SELECT count(*) FROM dataset_models m WHERE m.dataset = d.dataset),
        (SELECT count(*) FROM responses r WHERE r.dataset = d.dataset),
-       (SELECT count(*) FROM judgments j WHERE j.dataset = d.dataset)
-FROM (SELECT dataset FROM prompts UNION SELECT dataset FROM judgments) d
+       (SELECT count(*) FROM judged j WHERE j.dataset = d.dataset)
+FROM (SELECT dataset FROM prompts UNION SELECT dataset FROM judged) d
 ORDER BY d.dataset
 """
 
@@ -117,12 +129,13 @@ def warehouse_status(con: duckdb.DuckDBPyConnection) -> WarehouseStatus:
     prompts, models, responses = con.execute(
         "SELECT (SELECT count(*) FROM prompts), (SELECT count(*) FROM models), (SELECT count(*) FROM responses)"
     ).fetchone()
+    judged = "WITH " + (_JUDGED_WITH_SCORES if has_scores(con) else _JUDGED) + ","
     return WarehouseStatus(
         prompts=prompts,
         models=models,
         responses=responses,
-        datasets=tuple(DatasetCounts(*row) for row in con.execute(_DATASET_COUNTS).fetchall()),
-        judges=tuple(JudgeCoverage(*row) for row in con.execute(_JUDGE_COVERAGE).fetchall()),
+        datasets=tuple(DatasetCounts(*row) for row in con.execute(judged + _DATASET_COUNTS).fetchall()),
+        judges=tuple(JudgeCoverage(*row) for row in con.execute(judged + _JUDGE_COVERAGE).fetchall()),
     )
 
 

@@ -8,6 +8,10 @@ uncovered cells are NaN in `u_king` and False in `covered`, never zero.
 
 With `orders="any"` (battle logs, whose positions the platform randomised, so no cell needs
 balancing) a cell judged in one order only is covered too, with that order's mean as u_king.
+
+A score judge (table `scores`, `eqarena import scores`) counts as a judge whose one sample in each
+order is the payoff of the two models' scores (importers/scores.py): the pairs are derived here, in
+NumPy from a (P, M) score matrix, never stored or read pair by pair.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import duckdb
 import numpy as np
 
 from eqarena.options import MissingPolicy, OrderRule, choice
+from eqarena.warehouse.catalog import has_scores
 
 DROP_POLICIES = (MissingPolicy.REFUSE, MissingPolicy.DROP_PROMPTS, MissingPolicy.DROP_MODELS)
 
@@ -127,11 +132,18 @@ def _judge_filter(template_hash: str | None) -> str:
 
 
 def available_judges(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
-    """Judges with at least one judgment on `dataset`, sorted."""
-    rows = con.execute(
-        "SELECT DISTINCT judge FROM judgments WHERE dataset = ? ORDER BY judge", [dataset]
-    ).fetchall()
+    """Judges with at least one judgment or score on `dataset`, sorted."""
+    scores = " UNION SELECT DISTINCT judge FROM scores WHERE dataset = $dataset" if has_scores(con) else ""
+    rows = con.execute(f"SELECT DISTINCT judge FROM judgments WHERE dataset = $dataset{scores} ORDER BY judge",
+                       {"dataset": dataset}).fetchall()
     return [r[0] for r in rows]
+
+
+def score_judges(con: duckdb.DuckDBPyConnection, dataset: str) -> set[str]:
+    """Judges with scores (table `scores`) on `dataset`."""
+    if not has_scores(con):
+        return set()
+    return {r[0] for r in con.execute("SELECT DISTINCT judge FROM scores WHERE dataset = ?", [dataset]).fetchall()}
 
 
 def assemble_tensor(
@@ -165,52 +177,41 @@ def assemble_tensor(
         params["template_hash"] = template_hash
     where = f"dataset = $dataset AND list_contains($judges, judge){_judge_filter(template_hash)}"
 
-    prompts = {r[0] for r in con.execute(
-        f"SELECT prompt_id FROM prompts WHERE dataset = $dataset "
-        f"UNION SELECT DISTINCT prompt_id FROM judgments WHERE {where}", params).fetchall()}
-    models = {r[0] for r in con.execute(
-        f"SELECT model_id FROM responses WHERE dataset = $dataset "
-        f"UNION SELECT model_a FROM judgments WHERE {where} "
-        f"UNION SELECT model_b FROM judgments WHERE {where}", params).fetchall()}
-    prompt_names = sorted(prompts, key=_natural_key)
-    model_names = sorted(models, key=_natural_key)
+    scored = has_scores(con)
+    score_where = f"dataset = $dataset AND list_contains($judges, judge){_judge_filter(template_hash)}"
+    prompt_sql = f"SELECT prompt_id FROM prompts WHERE dataset = $dataset " \
+                 f"UNION SELECT DISTINCT prompt_id FROM judgments WHERE {where}"
+    model_sql = f"SELECT model_id FROM responses WHERE dataset = $dataset " \
+                f"UNION SELECT model_a FROM judgments WHERE {where} UNION SELECT model_b FROM judgments WHERE {where}"
+    input_sql = f"SELECT judge, status, hash(template_hash, prompt_id, model_a, model_b, sample_index, status, score) " \
+                f"AS h FROM judgments WHERE {where}"
+    if scored:
+        prompt_sql += f" UNION SELECT DISTINCT prompt_id FROM scores WHERE {score_where}"
+        model_sql += f" UNION SELECT DISTINCT model_id FROM scores WHERE {score_where}"
+        input_sql += f" UNION ALL SELECT judge, 'ok', hash(template_hash, prompt_id, model_id, score, payoff, scale) " \
+                     f"FROM scores WHERE {score_where}"
+    prompt_names = sorted((r[0] for r in con.execute(prompt_sql, params).fetchall()), key=_natural_key)
+    model_names = sorted((r[0] for r in con.execute(model_sql, params).fetchall()), key=_natural_key)
 
     inputs = con.execute(
-        f"SELECT judge, status, count(*) AS n, "
-        f"bit_xor(hash(template_hash, prompt_id, model_a, model_b, sample_index, status, score)) AS h "
-        f"FROM judgments WHERE {where} GROUP BY judge, status ORDER BY judge, status", params).fetchall()
+        f"SELECT judge, status, count(*) AS n, bit_xor(h) AS h FROM ({input_sql}) "
+        f"GROUP BY judge, status ORDER BY judge, status", params).fetchall()
     digest = hashlib.sha256()
     for judge, status, n, h in inputs:
         digest.update(f"{judge}|{status}|{n}|{h};".encode())
     digest.update(("|".join(prompt_names) + "#" + "|".join(model_names)).encode())
 
-    # One pass: per (judge, prompt, A, B) mean, then the judge-mean per order, with dense indices.
-    cells = con.execute(
-        f"""
-        WITH p AS ({_index_table('prompts')}),
-             m AS ({_index_table('models')}),
-             per_judge AS (
-                 SELECT judge, prompt_id, model_a, model_b, avg(score) AS s, count(*) AS n
-                 FROM judgments WHERE {where} AND status = 'ok'
-                 GROUP BY judge, prompt_id, model_a, model_b),
-             per_order AS (
-                 SELECT prompt_id, model_a, model_b, avg(s) AS s, sum(n) AS n
-                 FROM per_judge GROUP BY prompt_id, model_a, model_b)
-        SELECT p.k AS pi, a.k AS ai, b.k AS bi, o.s, o.n
-        FROM per_order o
-        JOIN p ON p.prompts = o.prompt_id
-        JOIN m a ON a.models = o.model_a
-        JOIN m b ON b.models = o.model_b
-        """,
-        {**params, "prompts": prompt_names, "models": model_names},
-    ).fetchnumpy()
-
+    indexed = {**params, "prompts": prompt_names, "models": model_names}
     P, M = len(prompt_names), len(model_names)
-    order_mean = np.full((P, M, M), np.nan)
+    order_sum = np.zeros((P, M, M))  # per order: the sum over judges of each judge's mean score
+    order_judges = np.zeros((P, M, M), dtype=np.int32)
     samples = np.zeros((P, M, M), dtype=np.int64)
-    pi, ai, bi = (np.asarray(cells[c], dtype=np.int64) for c in ("pi", "ai", "bi"))
-    order_mean[pi, ai, bi] = np.asarray(cells["s"], dtype=np.float64)
-    samples[pi, ai, bi] = np.asarray(cells["n"], dtype=np.int64)
+    _add_pairwise_judges(con, where, indexed, order_sum, order_judges, samples)
+    if scored:
+        _add_score_judges(con, score_where, indexed, order_sum, order_judges, samples)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        order_mean = np.where(order_judges > 0, order_sum / order_judges, np.nan)
+    del order_sum, order_judges
 
     # i's view: s(i as A) in the first order, -s(j as A) in the second; equal weight per order.
     mirrored = np.swapaxes(order_mean, 1, 2)
@@ -219,7 +220,7 @@ def assemble_tensor(
         u_king = np.where(np.isnan(mirrored), order_mean, np.where(np.isnan(order_mean), -mirrored, u_king))
     diagonal = np.eye(M, dtype=bool)[None]
     covered = ~np.isnan(u_king) | diagonal
-    u_king = np.where(diagonal, 0.0, u_king)
+    u_king[:, np.arange(M), np.arange(M)] = 0.0
     return PayoffTensor(
         dataset=dataset,
         judges=judges,
@@ -231,6 +232,65 @@ def assemble_tensor(
         fingerprint=digest.hexdigest()[:16],
         inputs=tuple((j, s, int(n)) for j, s, n, _ in inputs),
     )
+
+
+def _add_pairwise_judges(con, where: str, params: dict, order_sum, order_judges, samples) -> None:
+    """Add each judge's mean ok-score per (prompt, A, B) from table judgments, aggregated by DuckDB."""
+    cells = con.execute(
+        f"""
+        WITH p AS ({_index_table('prompts')}),
+             m AS ({_index_table('models')}),
+             per_judge AS (
+                 SELECT judge, prompt_id, model_a, model_b, avg(score) AS s, count(*) AS n
+                 FROM judgments WHERE {where} AND status = 'ok'
+                 GROUP BY judge, prompt_id, model_a, model_b),
+             per_order AS (
+                 SELECT prompt_id, model_a, model_b, sum(s) AS s, count(*) AS judges, sum(n) AS n
+                 FROM per_judge GROUP BY prompt_id, model_a, model_b)
+        SELECT p.k AS pi, a.k AS ai, b.k AS bi, o.s, o.judges, o.n
+        FROM per_order o
+        JOIN p ON p.prompts = o.prompt_id
+        JOIN m a ON a.models = o.model_a
+        JOIN m b ON b.models = o.model_b
+        """, params).fetchnumpy()
+    index = tuple(np.asarray(cells[c], dtype=np.int64) for c in ("pi", "ai", "bi"))
+    order_sum[index] += np.asarray(cells["s"], dtype=np.float64)
+    order_judges[index] += np.asarray(cells["judges"], dtype=np.int32)
+    samples[index] += np.asarray(cells["n"], dtype=np.int64)
+
+
+def _add_score_judges(con, where: str, params: dict, order_sum, order_judges, samples) -> None:
+    """Add each score judge's payoffs: one sample per order wherever both models have a score."""
+    P, M = order_sum.shape[:2]
+    rule_params = {k: v for k, v in params.items() if k not in ("prompts", "models")}
+    rules = con.execute(f"SELECT DISTINCT judge, template_hash, payoff, scale FROM scores WHERE {where} "
+                        f"ORDER BY ALL", rule_params).fetchall()
+    for judge, template, payoff, scale in rules:
+        cells = con.execute(
+            f"""
+            WITH p AS ({_index_table('prompts')}), m AS ({_index_table('models')})
+            SELECT p.k AS pi, m.k AS mi, s.score FROM scores s
+            JOIN p ON p.prompts = s.prompt_id JOIN m ON m.models = s.model_id
+            WHERE s.dataset = $dataset AND s.judge = $judge AND s.template_hash = $template
+            """, {"prompts": params["prompts"], "models": params["models"], "dataset": params["dataset"],
+                  "judge": judge, "template": template}).fetchnumpy()
+        table = np.full((P, M), np.nan)
+        table[np.asarray(cells["pi"], dtype=np.int64), np.asarray(cells["mi"], dtype=np.int64)] = cells["score"]
+        for p in range(P):  # one prompt at a time: (M, M) temporaries, not (P, M, M)
+            payoff_pm = score_payoffs(table[p], payoff, scale)
+            judged = ~np.isnan(payoff_pm)
+            order_sum[p][judged] += payoff_pm[judged]
+            order_judges[p] += judged
+            samples[p] += judged
+
+
+def score_payoffs(scores: np.ndarray, payoff: str, scale: float) -> np.ndarray:
+    """(M, M) payoff of model i over model j from their scores (M,) (NaN: not scored); the rule of
+    importers/scores.py: clip((s_i - s_j) / scale, -1, 1), or sign(s_i - s_j)."""
+    gap = (scores[:, None] - scores[None, :]) / scale
+    out = np.clip(gap, -1.0, 1.0) if payoff == "clip-diff" else np.sign(gap)
+    np.fill_diagonal(out, np.nan)
+    return out
 
 
 def apply_missing_policy(tensor: PayoffTensor, policy: MissingPolicy = MissingPolicy.REFUSE) -> tuple[PayoffTensor, Dropped]:

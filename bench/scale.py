@@ -1,0 +1,221 @@
+"""Benchmark: eqarena at the scale of real public leaderboards, end to end through the CLI.
+
+    uv run python bench/scale.py [--cases all] [--timeout 600] [--checkout .] [--work DIR]
+
+Synthetic data with the shapes of the real sets (Chatbot Arena battle logs, AlpacaEval- and
+LiveBench-style per-prompt score tables), generated once into --work. Every case runs as its own
+process (the `eqarena` command of --checkout, or a Python snippet in its environment), so its wall
+time includes the interpreter's start and imports, and its peak RSS is that process's own. A case
+slower than --timeout is stopped and shown as "> timeout". Pass --checkout to time another version
+of eqarena (its .venv) with the same data: the "before" of a change, in the same run.
+
+Cases and the goals they are held to (2 cores):
+  battles-2M      import a 2,000,000-row battle log (200 models, 5,000 prompts)   <= 60 s, <= 2 GB
+  scores-805x200  import an 805 x 200 per-prompt score table                      <= 15 s
+  rate-18x65      rate --bootstrap 0 on an 18 x 65 score table (5% cells empty)   <= 10 s
+  rate-805x200    rate --bootstrap 0 on the 805 x 200 table                       <= 120 s
+  boot-500x17     200 NE + 200 CCE bootstrap replicates of a 500 x 17 game        <= 5 s
+  rate-default    default rate (bootstrap on) on the 18 x 65 table                <= 60 s
+  run-bundled     `eqarena run` on the bundled data                               <= 15 s
+  import-3        a 3-line `eqarena import pairwise`                              <= 3 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    goal_s: float
+    goal_rss_mb: float | None
+    what: str
+
+
+CASES = (
+    Case("battles-2M", 60, 2048, "import 2,000,000-row battle log (200 models, 5,000 prompts)"),
+    Case("scores-805x200", 15, None, "import an 805 x 200 per-prompt score table"),
+    Case("rate-18x65", 10, None, "rate --bootstrap 0, 18 prompts x 65 models (CLI)"),
+    Case("rate-805x200", 120, None, "rate --bootstrap 0, 805 x 200"),
+    Case("boot-500x17", 5, None, "200 NE + 200 CCE bootstrap replicates, 500 x 17"),
+    Case("rate-default", 60, None, "default rate (bootstrap on), 18 x 65"),
+    Case("run-bundled", 15, None, "eqarena run on the bundled data"),
+    Case("import-3", 3, None, "a 3-line eqarena import pairwise"),
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    seconds: float
+    rss_mb: float
+    ok: bool
+    note: str = ""
+
+
+# ------------------------------------------------------------------------------------------ data
+
+def battle_log(path: Path, rows: int = 2_000_000, models: int = 200, prompts: int = 5_000, seed: int = 0) -> Path:
+    """A Chatbot-Arena-style log: model_a, model_b, winner (model_a / model_b / tie), question_id, tstamp."""
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0.0, 1.0, models)
+    a = rng.integers(0, models, rows)
+    b = (a + rng.integers(1, models, rows)) % models
+    p_a = 1.0 / (1.0 + np.exp(strength[b] - strength[a]))
+    draw = rng.random(rows)
+    tie = rng.random(rows) < 0.2
+    winner = np.where(tie, "tie", np.where(draw < p_a, "model_a", "model_b"))
+    names = np.array([f"model-{k:03d}" for k in range(models)])
+    pl.DataFrame({
+        "model_a": names[a], "model_b": names[b], "winner": winner,
+        "question_id": np.char.add("q", rng.integers(0, prompts, rows).astype(str)),
+        "tstamp": 1.7e9 + np.arange(rows, dtype=np.float64),
+    }).write_parquet(path)
+    return path
+
+
+def score_table(path: Path, prompts: int, models: int, empty: float = 0.0, seed: int = 0) -> Path:
+    """A wide per-prompt score table (prompt_id + a column per model, scores in [0, 1]); `empty` of the
+    cells left blank."""
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    skill = rng.normal(0.0, 1.0, models)[None, :] + rng.normal(0.0, 1.0, (prompts, 1))
+    scores = 1.0 / (1.0 + np.exp(-(skill + rng.normal(0.0, 1.0, (prompts, models)))))
+    frame = pl.DataFrame({"prompt_id": [f"t{k}" for k in range(prompts)]})
+    blank = rng.random((prompts, models)) < empty
+    columns = [pl.Series(f"model-{m:03d}", np.where(blank[:, m], np.nan, np.round(scores[:, m], 4))).fill_nan(None)
+               for m in range(models)]
+    frame.with_columns(columns).write_csv(path)
+    return path
+
+
+def three_line_table(path: Path) -> Path:
+    path.write_text("prompt_id,model_a,model_b,verdict\np1,x,y,A>B\np1,y,x,B>A\np2,x,y,A=B\n")
+    return path
+
+
+# ------------------------------------------------------------------------------------------ running
+
+def run(command: list[str], timeout: float, cwd: Path, env: dict) -> Measured:
+    """Wall seconds and peak RSS of one process (os.wait4 reports the child's own peak)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    deadline = start + timeout
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            os.killpg(process.pid, 9)
+            _, status, usage = os.wait4(process.pid, 0)
+            return Measured(time.perf_counter() - start, usage.ru_maxrss / 1024, False, "timeout")
+        time.sleep(0.05)
+    seconds = time.perf_counter() - start
+    output = process.stdout.read().decode(errors="replace") if process.stdout else ""
+    ok = os.waitstatus_to_exitcode(status) == 0
+    return Measured(seconds, usage.ru_maxrss / 1024, ok, "" if ok else output.strip().splitlines()[-1][:120])
+
+
+# As `eqarena rate` runs it: two worker processes (a batched solve where the version has one and JAX
+# runs on an accelerator).
+BOOTSTRAP_SNIPPET = """
+if __name__ == "__main__":
+    from eqarena.solvers import synthetic_king_tensor
+    from eqarena.solvers.bootstrap import bootstrap_ratings
+    from eqarena.tasks.parallel import process_map
+    u = synthetic_king_tensor(500, 17, seed=0)
+    out = bootstrap_ratings(u, ["ne", "cce"], replicates=200, seed=0, schemes=("prompts",), map_units=process_map(2))
+    print(max(r.diagnostics["max_exploitability"] for r in out))
+"""
+
+
+def case_commands(case: str, checkout: Path, work: Path) -> tuple[list[list[str]], list[str]]:
+    """(set-up commands, the timed command) of a case."""
+    eqarena = [str(checkout / ".venv" / "bin" / "eqarena")]
+    python = str(checkout / ".venv" / "bin" / "python")
+    db = work / f"{case}.duckdb"
+    for stale in (db, Path(f"{db}.wal")):
+        stale.unlink(missing_ok=True)
+    small = score_table(work / "livebench-18x65.csv", 18, 65, empty=0.05, seed=1)
+    big = score_table(work / "alpaca-805x200.csv", 805, 200, seed=2)
+    with_db = ["--db", str(db)]
+    if case == "battles-2M":
+        return [], eqarena + ["import", "battles", str(battle_log(work / "battles-2M.parquet")), *with_db]
+    if case == "scores-805x200":
+        return [], eqarena + ["import", "scores", str(big), *with_db]
+    if case == "rate-18x65":
+        return [eqarena + ["import", "scores", str(small), *with_db]], \
+            eqarena + ["rate", "--missing", "impute", "--bootstrap", "0", *with_db]
+    if case == "rate-default":
+        return [eqarena + ["import", "scores", str(small), *with_db]], eqarena + ["rate", "--missing", "impute", *with_db]
+    if case == "rate-805x200":
+        return [eqarena + ["import", "scores", str(big), *with_db]], eqarena + ["rate", "--bootstrap", "0", *with_db]
+    if case == "boot-500x17":
+        return [], [python, "-c", BOOTSTRAP_SNIPPET]
+    if case == "run-bundled":
+        return [], eqarena + ["run", *with_db, "--out", str(work / "report")]
+    if case == "import-3":
+        return [], eqarena + ["import", "pairwise", str(three_line_table(work / "three.csv")), *with_db]
+    raise ValueError(f"unknown case {case!r}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="all", help="comma-separated case names, or all")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a case is stopped")
+    parser.add_argument("--checkout", type=Path, default=REPO, help="the eqarena checkout to time (its .venv)")
+    parser.add_argument("--work", type=Path, default=None, help="where the data is generated (kept between runs)")
+    args = parser.parse_args()
+    names = [c.name for c in CASES] if args.cases == "all" else [c.strip() for c in args.cases.split(",")]
+    unknown = [n for n in names if n not in {c.name for c in CASES}]
+    if unknown:
+        parser.error(f"unknown case(s): {', '.join(unknown)}")
+    work = args.work or Path(tempfile.gettempdir()) / "eqarena-bench-scale"
+    work.mkdir(parents=True, exist_ok=True)
+    checkout = args.checkout.resolve()
+    env = {**os.environ, "PREFECT_HOME": str(work / "prefect-home"), "EQARENA_DB": str(work / "default.duckdb")}
+    env.pop("PREFECT_API_URL", None)
+
+    print(f"eqarena at {checkout} ({_revision(checkout)}), {os.cpu_count()} CPUs, data in {work}")
+    print()
+    print(f"{'case':<15} {'what':<62} {'goal s':>7} {'wall s':>8} {'peak MB':>8}  result")
+    for case in (c for c in CASES if c.name in names):
+        setup, command = case_commands(case.name, checkout, work)
+        failed = next((m for m in (run(s, args.timeout, checkout, env) for s in setup) if not m.ok), None)
+        if failed is not None:
+            print(f"{case.name:<15} {case.what:<62} {case.goal_s:>7g} {'-':>8} {'-':>8}  set-up failed: {failed.note}")
+            continue
+        measured = run(command, args.timeout, checkout, env)
+        wall = f"> {args.timeout:g}" if measured.note == "timeout" else f"{measured.seconds:.1f}"
+        met = measured.ok and measured.seconds <= case.goal_s and \
+            (case.goal_rss_mb is None or measured.rss_mb <= case.goal_rss_mb)
+        result = "meets goal" if met else ("slower than goal" if measured.ok else f"failed: {measured.note}")
+        goal = f"{case.goal_s:g}" + (f"/{case.goal_rss_mb / 1024:g}G" if case.goal_rss_mb else "")
+        print(f"{case.name:<15} {case.what:<62} {goal:>7} {wall:>8} {measured.rss_mb:>8.0f}  {result}", flush=True)
+    shutil.rmtree(work / "report", ignore_errors=True)
+
+
+def _revision(checkout: Path) -> str:
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown revision"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

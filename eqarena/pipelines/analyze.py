@@ -1,0 +1,87 @@
+"""Pipelines `analyze-clones` and `analyze-risk`: the robustness analyses of a finished rate run.
+
+    clones: rate run's game → + n adversarial copies (exact / noisy) → every method's ranks → DuckDB
+    risk:   rate run's game → pure NEs, K diverse NEs (equilibrium 0 = the run's NE) → risk → DuckDB
+
+Each writes a run of its own (kind `clones` / `risk`, parameters.source_run_id = the rate run); the
+report of the rate run shows the newest of each (eqarena/warehouse/VIEWS.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from time import perf_counter
+
+from eqarena.methods import parse_methods
+from eqarena.options import CloneOptions, RiskOptions
+from eqarena.orchestration.steps import run_logger
+from eqarena.report.analyses import risk_sentence
+from eqarena.tasks.analysis_io import read_rate_game, read_selected_equilibrium, top_model, write_analysis_run
+from eqarena.tasks.clone_analysis import clone_frames, run_clone_experiment
+from eqarena.tasks.risk_analysis import EQUILIBRIUM_TOL, enumerate_pure_nash, rank_risk, risk_frames, search_equilibria
+from eqarena.tasks.runs import RunLog
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    run_id: str
+    kind: str
+    source_run_id: str
+    summary: list[str] = field(default_factory=list)  # the lines the CLI prints
+    seconds: float = 0.0
+
+
+def analyze_clones(options: CloneOptions = CloneOptions(), run_id: str | None = None,
+                db: str | None = None) -> AnalysisResult:
+    """Add copies of prompts adversarial to `options.target` (default: rate run `run_id`'s top NE
+    model; run default: the latest), exact and noisy, and rank the models by every method (default:
+    the rate run's) at every count (paper Section 4.2, App. F.5)."""
+    log, t0 = RunLog(db, "clones", {}, start=False), perf_counter()
+    game = read_rate_game(db, run_id)
+    summary = []
+    if options.target is None:
+        target, method = top_model(db, game.run_id)
+        summary.append(f"target {target}: the top {method} model of rate run {game.run_id}")
+        options = replace(options, target=target)
+    options = replace(options, methods=parse_methods(options.methods or game.methods or None))
+    outcomes = run_clone_experiment(game, options)
+    frames = clone_frames(game, options, outcomes)
+    log.timings["experiment"] = perf_counter() - t0
+    run = log.record(
+        parameters={"source_run_id": game.run_id, "dataset": game.dataset, "target": options.target,
+                    "lambda": options.lam, "seed": options.seed, "ns_exact": list(options.ns_exact),
+                    "ns_noisy": list(options.ns_noisy), "noise": options.noise, "methods": list(options.methods)},
+        message=f"{len(outcomes)} (variant, n, method) outcomes on {game.u_king.shape[0]} prompts")
+    write_analysis_run(db, run, frames)
+    summary += frames["clone_verdicts"]["verdict"].to_list()
+    for line in summary:
+        run_logger().info(line)
+    return AnalysisResult(run.run_id, "clones", game.run_id, summary, perf_counter() - t0)
+
+
+def analyze_risk(options: RiskOptions = RiskOptions(), run_id: str | None = None,
+              db: str | None = None) -> AnalysisResult:
+    """Enumerate the pure NEs of rate run `run_id`'s game (default: the latest), search
+    `options.equilibria` distinct NEs (equilibrium 0 = the run's selected NE) and rank them by risk:
+    expected payoffs when co-players draw their equilibria from uniform priors, and from priors updated
+    `options.steps` times with step size `options.eta` (paper App. F.4)."""
+    log, t0 = RunLog(db, "risk", {}, start=False), perf_counter()
+    game = read_rate_game(db, run_id)
+    selected = read_selected_equilibrium(db, game, "ne")
+    pure = enumerate_pure_nash(game)
+    found = search_equilibria(game, selected, options.equilibria, options.seed)
+    findings = rank_risk(game, found, options.eta, options.steps)
+    frames = risk_frames(game, pure, findings)
+    log.timings.update(search=findings.search_seconds, total=perf_counter() - t0)
+    run = log.record(
+        parameters={"source_run_id": game.run_id, "dataset": game.dataset, "num": options.equilibria,
+                    "seed": options.seed, "eta": options.eta, "steps": options.steps,
+                    "equilibrium_tol": EQUILIBRIUM_TOL},
+        message=f"{len(findings.exploitability)} distinct NEs of {options.equilibria} searched; {len(pure)} pure NEs")
+    write_analysis_run(db, run, frames)
+    summary = [f"{len(pure)} pure-strategy Nash equilibria; {len(findings.exploitability)} distinct Nash "
+               f"equilibria with exploitability <= {EQUILIBRIUM_TOL:g} among {options.equilibria} searched",
+               risk_sentence(frames["risk_dominance"])]
+    for line in summary:
+        run_logger().info(line)
+    return AnalysisResult(run.run_id, "risk", game.run_id, summary, perf_counter() - t0)

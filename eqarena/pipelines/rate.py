@@ -1,0 +1,78 @@
+"""Pipeline `rate`: judgments -> payoff tensor -> every chosen rating method -> warehouse (one run_id).
+
+    assemble (missing-cell policy) -> rate_method per method -> bootstrap the equilibria -> write (one transaction)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eqarena.methods import parse_methods
+from eqarena.options import RateOptions
+from eqarena.orchestration.runtime import publish_ratings
+from eqarena.orchestration.progress import stage
+from eqarena.orchestration.steps import run_logger
+from eqarena.tasks.assemble import assemble
+from eqarena.tasks.rate import bootstrap_equilibria, rate_method, rate_parameters, write_run
+from eqarena.tasks.runs import RunLog
+
+
+@dataclass(frozen=True)
+class RateResult:
+    run_id: str
+    dataset: str
+    judges: tuple[str, ...]
+    shape: tuple[int, int, int]
+    dropped: str
+    exploitability: dict[str, float]
+    timings: dict[str, float]
+    notes: tuple[str, ...] = ()  # what the defaults did (e.g. how many bootstrap replicates, and why)
+
+
+def rate(options: RateOptions, db: str | None = None) -> RateResult:
+    """Rate the models and prompts of `options.dataset` from the pooled judgments of `options.judges`
+    by each of `options.methods` (the method registry's names) and store everything under a new run_id.
+    The bootstrap (`options.bootstrap`) gives every equilibrium method's intervals and rank
+    probabilities, over prompts and over judge samples (eqarena/solvers/bootstrap.py)."""
+    methods = parse_methods(options.methods)
+    log = RunLog(db, "rate", {}, start=False)  # the row is written with the results, in one transaction
+    with log.timed("assemble"), stage("assembling the payoff tensor"):
+        assembled = assemble(db, options)
+    tensor = assembled.tensor
+    parameters = rate_parameters(options, methods, tensor.judges)
+    run_logger().info(
+        f"u_king {tensor.shape[0]} prompts x {tensor.shape[1]} models from {len(assembled.battles['score'])} "
+        f"ok judgments of {', '.join(tensor.judges)}; {assembled.dropped.summary()}")
+    solved = []
+    boot = options.bootstrap
+    for method in methods:
+        with log.timed(method), stage(f"solving {method} ({tensor.shape[0]} x {tensor.shape[1]})"):
+            solved.append(rate_method(tensor, assembled.battles, method, boot.replicates, boot.seed))
+        if solved[-1].diagnostics:
+            parameters[method] = solved[-1].diagnostics
+    with log.timed("bootstrap"), stage("bootstrap replicates", total=boot.replicates) as done:
+        intervals, parameters["bootstrap_equilibria"] = bootstrap_equilibria(
+            tensor, assembled.battles, solved, boot, progress=done)
+    notes = _bootstrap_notes(parameters["bootstrap_equilibria"])
+    run = log.record(parameters=parameters, data_fingerprint=tensor.fingerprint,
+                     message=assembled.dropped.summary())
+    with log.timed("write"), stage("writing the run"):
+        write_run(db, run, assembled, solved, intervals)
+    run_id, timings = run.run_id, log.timings
+    publish_ratings(run_id, options.dataset, [
+        {"method": r.method, "model": model, "rating": round(float(value), 6)}
+        for s in solved for r in s.ratings if r.player == "king" for model, value in zip(r.actions, r.rating)])
+    exploitability = {s.method: s.equilibrium.exploitability for s in solved if s.equilibrium is not None}
+    for method, value in exploitability.items():
+        run_logger().info(f"{method}: exploitability {value:.2e} ({timings[method]:.1f} s)")
+    return RateResult(run_id=run_id, dataset=options.dataset, judges=tuple(tensor.judges), shape=tensor.shape,
+                      dropped=assembled.dropped.summary(), exploitability=exploitability, timings=timings,
+                      notes=notes)
+
+
+def _bootstrap_notes(diagnostics: dict) -> tuple[str, ...]:
+    """One line on the equilibria's bootstrap: replicates used of the most allowed, and why it stopped."""
+    if not diagnostics:
+        return ()
+    return (f"bootstrap: {diagnostics['replicates']} of at most {diagnostics['max_replicates']} replicates per "
+            f"method and scheme ({diagnostics['stopped']}; {diagnostics['seconds']:.1f} s)",)

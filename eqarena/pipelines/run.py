@@ -1,0 +1,86 @@
+"""Pipeline `run`, the main job: ingest (idempotent) → judge → rate → analyses → report.
+
+With a recorded judge (`prd:<name>` or `all-prd`, the PRD judgments bundled with vicuna80) the judge
+step makes no API call: ingest already imported those judgments. With a provider spec
+(`openai:MODEL`, `gemini:MODEL`, an OpenAI-compatible server) the judge flow fills the missing cells,
+after the plan is printed and its cost confirmed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from eqarena import options as opts
+from eqarena.methods import parse_methods
+from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters
+from eqarena.orchestration.steps import in_flow_run, run_logger
+from eqarena.pipelines.analyze import analyze_clones, analyze_risk
+from eqarena.pipelines.ingest import ingest
+from eqarena.pipelines.rate import rate
+from eqarena.pipelines.report import report
+from eqarena.tasks.main_job import check_judge_plan, is_recorded_judge, main_job_judge
+from eqarena.tasks.runs import RunLog, warehouse_path
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    rate_run_id: str
+    db_path: Path
+    report_path: Path
+    timings: dict[str, float]
+    dropped: str = ""
+    analyses: dict[str, list[str]] = field(default_factory=dict)  # kind -> its summary lines
+
+
+def judge_missing(options: MainJobOptions, dataset: str, db: str | None = None) -> tuple[list[str], int, str]:
+    """The main job's judge step: no calls for a recorded judge; with a provider, the plan (printed,
+    its spend confirmed), then every missing cell. Returns (judges to rate, judge calls, what it did)."""
+    if is_recorded_judge(options.judge):
+        return [options.judge], 0, "recorded judgments, no API calls"
+    judge = main_job_judge(options, dataset)
+    check_judge_plan(options, judge, db)
+    from eqarena.flows.judge import judge_flow  # judging runs on Prefect (task runners, concurrency)
+    from eqarena.orchestration.prefect_api import ensure_prefect_api
+
+    if not in_flow_run():
+        ensure_prefect_api()
+    outcome = judge_flow(judge, db=db, progress=False)
+    run_logger().info(f"judge {outcome.judge}: {outcome.message}")
+    return [outcome.judge], outcome.stats.requests, outcome.message
+
+
+def run_analyses(options: opts.AnalysesOptions, rate_run_id: str, methods: tuple[str, ...],
+                 db: str | None = None, skip: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """The chosen robustness analyses of a rate run (those in `skip` are current already); risk needs
+    the run's NE and is skipped, with a line saying so, without it."""
+    summaries = {}
+    for kind in options.run:
+        if kind is Analysis.RISK and "ne" not in methods:
+            summaries[kind.value] = ["risk analysis skipped: it starts from the run's NE (rate with --methods ne)"]
+            run_logger().info(summaries[kind.value][0])
+        elif kind.value not in skip:
+            analyse = analyze_clones(options.clones, rate_run_id, db) if kind is Analysis.CLONES else analyze_risk(
+                options.risk, rate_run_id, db)
+            summaries[kind.value] = analyse.summary
+    return summaries
+
+
+def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) -> RunSummary:
+    """The main job on `options.source` with `options.judge`; returns where the warehouse and the report are."""
+    with RunLog(db, "run", as_parameters(options), start=False) as log:
+        with log.timed("ingest"):
+            dataset = ingest(IngestOptions(source=options.source), db).dataset
+        with log.timed("judge"):
+            judges, _, _ = judge_missing(options, dataset, db)
+        with log.timed("rate"):
+            rated = rate(replace(options.rate, dataset=dataset, judges=tuple(judges)), db)
+        with log.timed("analyses"):
+            summaries = run_analyses(options.analyses, rated.run_id, parse_methods(options.rate.methods), db)
+        with log.timed("report"):
+            report_path = Path(report(rated.run_id, options.out_dir, db)).resolve()
+        parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rated.run_id}
+        log.finish(parameters=parameters, message=f"ratings in run {rated.run_id}; report {report_path}")
+    return RunSummary(run_id=log.run_id, rate_run_id=rated.run_id, db_path=warehouse_path(db),
+                      report_path=report_path, timings=log.timings, dropped=rated.dropped, analyses=summaries)

@@ -1,0 +1,69 @@
+"""Stopping a command mid-bootstrap (SIGINT, SIGTERM, kill -9) stops its worker processes within 2 s and
+leaves no rate run behind; real `eqarena` subprocesses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import psutil
+import pytest
+
+EQARENA = Path(sys.executable).parent / "eqarena"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("interrupts") / "w.duckdb"
+    done = subprocess.run([str(EQARENA), "ingest", "--db", str(db)], env=_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    return {**env, "EQARENA_PREFECT": "never"}
+
+
+def _workers_started(process: subprocess.Popen, timeout: float = 240) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read()
+        children = psutil.Process(process.pid).children(recursive=True)
+        if len(children) >= 2:  # the spawned pool: its resource tracker and at least one worker
+            time.sleep(1.0)  # let the workers take their first units
+            return psutil.Process(process.pid).children(recursive=True)
+        time.sleep(0.2)
+    pytest.fail("the bootstrap never started its worker processes")
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "kill-9"])
+def test_a_stopped_bootstrap_leaves_no_worker_and_no_run(warehouse, how):
+    rate = subprocess.Popen([str(EQARENA), "rate", "--judge", "prd:gpt4", "--bootstrap", "5000", "--db", str(warehouse)],
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        workers = _workers_started(rate)
+        rate.send_signal(how)
+        gone, alive = psutil.wait_procs(workers, timeout=2.0)
+        alive = [p for p in alive if _running(p)]  # a zombie has stopped, its parent just has not reaped it
+        assert not alive, f"still running 2 s after {how.name}: {[p.pid for p in alive]}"
+        assert rate.wait(timeout=10) != 0
+    finally:
+        if rate.poll() is None:
+            rate.kill()
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM runs WHERE kind = 'rate'").fetchone()[0] == 0
