@@ -35,6 +35,7 @@ def test_batched_replicates_equal_single_solves(method, scheme):
     assert batch.diagnostics["fallback"] <= len(batch.ratings)
 
 
+@pytest.mark.slow
 def test_batched_medium_game_matches_cce_replicate_by_replicate():
     u = solvers.synthetic_king_tensor(120, 9, seed=7)
     batch = bootstrap_ratings(u, ["cce"], replicates=5, seed=2, schemes=("prompts",), batched=True)[0]

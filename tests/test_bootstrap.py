@@ -141,7 +141,7 @@ def test_same_seed_same_replicates_whatever_the_workers():
 
 
 def test_settling_stops_at_a_prefix_of_the_same_replicates_and_says_why():
-    u = solvers.synthetic_king_tensor(20, 4, seed=2)
+    u = solvers.synthetic_king_tensor(12, 3, seed=2)
     seen = []
     full = bootstrap_ratings(u, ["ne", "cce"], replicates=40, seed=3, schemes=("prompts",), progress=seen.append)
     assert seen == [8, 16, 24, 32, 40] and all(r.diagnostics["stopped"] == "all replicates" for r in full)

@@ -322,6 +322,6 @@ def test_redo_rounds_reuse_one_compiled_descent():
 
     u = synthetic_king_tensor(23, 5, seed=11)  # a shape no other test uses
     before = risk._descend._cache_size()
-    result = diverse_nash(u, num=24, seed=0, steps=150, rounds=3)
+    result = diverse_nash(u, num=16, seed=0, steps=80, rounds=3)
     assert result.rounds == 3 and int(result.distinct.sum()) < 24  # some profiles were redone
     assert risk._descend._cache_size() == before + 1

@@ -1,11 +1,11 @@
 """Bootstrap replicates of a CCE method solved as batches (`solvers.batched`).
 
 "prompts": every replicate keeps the full tensor u_king and gives its absent prompts target mass 0
-(log-target -inf), which is the game of its distinct prompts (`bootstrap.replicate_game`): the
+(log-target -inf), which is the game of its distinct prompts (`replicates.replicate_game`): the
 affinity target is that of the distinct-prompt game, the uniform target weights prompts by copies.
 "judgments": one tensor per replicate. All replicates start from the full data's multipliers
 (exact: the CCE is unique). A replicate the batch does not solve to `cce`'s tolerance, or whose
-exploitability exceeds `GUARANTEE`, is re-solved by `bootstrap.solve_king_ratings`.
+exploitability exceeds `GUARANTEE`, is re-solved by `replicates.solve_king_ratings`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from eqarena.methods import get_method
 from eqarena.solvers.batched import batched_cce
 from eqarena.solvers.entropy import affinity_targets
 from eqarena.solvers.games import koth_game
+from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_king_ratings
 
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
@@ -24,8 +25,6 @@ GROUP = 32  # replicates per batch
 def batched_replicates(solver, method: str, scheme: str, replicates: int) -> tuple[np.ndarray, np.ndarray, int]:
     """King ratings (B, M) and exploitability (B,) of replicates 0..B-1 of `scheme` under the CCE
     `method` ("affinity" or "uniform" target), and how many needed the one-by-one fallback."""
-    from eqarena.solvers.bootstrap import prompt_replicate, replicate_game, solve_king_ratings
-
     u = solver.u_king
     p, m, _ = u.shape
     target = get_method(method).target

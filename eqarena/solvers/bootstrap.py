@@ -45,9 +45,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqarena.methods import get_method
-from eqarena.solvers.games import KING, koth_game
+from eqarena.solvers.replicates import (  # noqa: F401  (one replicate's game and solve, re-exported)
+    SCHEMES,
+    Groups,
+    judgment_replicate,
+    judgment_rng,
+    prompt_replicate,
+    replicate_game,
+    solve_king_ratings,
+)
 
-SCHEMES = ("prompts", "judgments")
 TOP_K = (1, 3)
 RANK_DECIMALS = 6
 CONFIDENCE = 0.95
@@ -74,90 +81,6 @@ class BootstrapRatings:
     confidence: float = CONFIDENCE
     seconds: float = 0.0
     diagnostics: dict = field(default_factory=dict)
-
-
-def prompt_replicate(num_prompts: int, seed: int, replicate: int) -> np.ndarray:
-    """Prompt indices (P,) of replicate `replicate`, drawn with replacement (seeded per replicate)."""
-    rng = np.random.default_rng([seed, SCHEMES.index("prompts"), replicate])
-    return rng.integers(0, num_prompts, size=num_prompts)
-
-
-PRIOR_WEIGHT = 0.5  # the prior: half a judgment scoring +1 and half a judgment scoring -1 in every order
-
-
-class _Groups:
-    """Judgments grouped by order cell (prompt, model A, model B) and the Dirichlet posterior of each
-    order's score distribution that replicates draw from (module docstring)."""
-
-    def __init__(self, u_king: np.ndarray, battles: Mapping[str, np.ndarray], imputed: np.ndarray | None):
-        P, M, _ = u_king.shape
-        key = (np.asarray(battles["prompt"]) * M + np.asarray(battles["model_a"])) * M + np.asarray(battles["model_b"])
-        self.cells, self.group, count = np.unique(key, return_inverse=True, return_counts=True)
-        self.score = np.asarray(battles["score"], dtype=np.float64)
-        # the posterior mean: k judgments of weight 1 and the two prior atoms (+1, -1) of weight 1/2
-        self.posterior_mean = np.bincount(self.group, weights=self.score, minlength=len(self.cells)) / (count + 1.0)
-        self.shape, self.u = (P, M, M), np.asarray(u_king, dtype=np.float64)
-        n = np.zeros(P * M * M, dtype=np.int64)
-        n[self.cells] = count
-        n = n.reshape(P, M, M)
-        self.both = (n > 0) & (np.swapaxes(n, 1, 2) > 0)
-        self.one = (n > 0) & ~self.both
-        diagonal = np.eye(M, dtype=bool)[None]
-        self.frozen = diagonal if imputed is None else (np.asarray(imputed, bool) | diagonal)
-
-    def order_changes(self, rng: np.random.Generator) -> np.ndarray:
-        """(P, M, M) each judged order's posterior draw of its mean score minus the posterior mean; 0 if
-        unjudged. Dirichlet weights are normalised Gamma draws: Gamma(1) per judgment, Gamma(1/2) per prior atom."""
-        per_judgment = rng.exponential(size=len(self.score))
-        win, loss = rng.gamma(PRIOR_WEIGHT, size=(2, len(self.cells)))
-        total = np.bincount(self.group, weights=per_judgment, minlength=len(self.cells)) + win + loss
-        weighted = np.bincount(self.group, weights=per_judgment * self.score, minlength=len(self.cells)) + win - loss
-        out = np.zeros(int(np.prod(self.shape)))
-        out[self.cells] = weighted / total - self.posterior_mean
-        return out.reshape(self.shape)
-
-    def replicate(self, rng: np.random.Generator) -> np.ndarray:
-        d = self.order_changes(rng)
-        dt = np.swapaxes(d, 1, 2)
-        delta = np.where(self.both, 0.5 * (d - dt), np.where(self.one, d, -dt))
-        return np.where(self.frozen, self.u, np.clip(self.u + delta, -1.0, 1.0))
-
-
-def judgment_replicate(u_king, battles: Mapping[str, np.ndarray], seed: int, replicate: int,
-                       imputed: np.ndarray | None = None) -> np.ndarray:
-    """u_king (P, M, M) with every judged order of every cell moved by a draw from the posterior of its
-    mean score (module docstring). battles: {'prompt', 'model_a', 'model_b': int (n,), 'score': (n,)}."""
-    return _Groups(np.asarray(u_king), battles, imputed).replicate(_judgment_rng(seed, replicate))
-
-
-def _judgment_rng(seed: int, replicate: int) -> np.random.Generator:
-    return np.random.default_rng([seed, SCHEMES.index("judgments"), replicate])
-
-
-def replicate_game(method: str, u_king: np.ndarray) -> tuple[np.ndarray, object]:
-    """(distinct-prompt tensor, target) whose equilibrium under `method` equals that of u_king, whose
-    prompts may repeat (module docstring): affinity keeps "affinity"; uniform weights prompts by copies.
-    Other targets: u_king itself and the method's target."""
-    target = get_method(method).target
-    if target not in ("affinity", "uniform"):
-        return u_king, target
-    keys = np.ascontiguousarray(u_king.reshape(len(u_king), -1))
-    _, first, counts = np.unique(keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel(),
-                                 return_index=True, return_counts=True)
-    order = np.argsort(first)
-    distinct, counts = u_king[first[order]], counts[order]
-    if target == "affinity":
-        return distinct, "affinity"
-    m = u_king.shape[1]
-    return distinct, [counts / counts.sum(), np.full(m, 1.0 / m), np.full(m, 1.0 / m)]
-
-
-def solve_king_ratings(method: str, u_king: np.ndarray) -> tuple[np.ndarray, float]:
-    """King ratings (M,) and exploitability of the registered equilibrium `method` on u_king (P, M, M),
-    solved on its distinct prompts (`replicate_game`)."""
-    u, target = replicate_game(method, u_king)
-    eq = get_method(method).equilibrium(koth_game(u), target)
-    return np.asarray(eq.ratings[KING], dtype=np.float64), float(eq.exploitability)
 
 
 def rank_probabilities(ratings: np.ndarray, decimals: int = RANK_DECIMALS) -> np.ndarray:
@@ -201,15 +124,15 @@ class ReplicateSolver:
     seed: int
     battles: Mapping[str, np.ndarray] | None = None
     imputed: np.ndarray | None = None
-    _groups: _Groups | None = field(default=None, repr=False)
+    _groups: Groups | None = field(default=None, repr=False)
 
     def game(self, scheme: str, replicate: int) -> np.ndarray:
         """Replicate `replicate`'s tensor under `scheme`; depends only on (seed, scheme, replicate)."""
         if scheme == "prompts":
             return self.u_king[prompt_replicate(len(self.u_king), self.seed, replicate)]
         if self._groups is None:
-            self._groups = _Groups(self.u_king, self.battles, self.imputed)
-        return self._groups.replicate(_judgment_rng(self.seed, replicate))
+            self._groups = Groups(self.u_king, self.battles, self.imputed)
+        return self._groups.replicate(judgment_rng(self.seed, replicate))
 
     def __call__(self, unit: Unit) -> UnitResult:
         method, scheme, first, stop = unit
