@@ -5,6 +5,7 @@ with a `runs` row (kind 'import')."""
 from __future__ import annotations
 
 from eqarena.options import ImportFormat, ImportOptions, as_parameters
+from eqarena.orchestration.progress import stage
 from eqarena.tasks.importing import ImportSummary, check_score_judges, read_import
 from eqarena.tasks.ingest import write_dataset
 from eqarena.tasks.runs import RunLog
@@ -18,11 +19,11 @@ def import_data(options: ImportOptions, db: str | None = None) -> ImportSummary:
     is still recorded as failed.
     """
     with RunLog(db, "import", as_parameters(options)) as log:
-        with log.timed("read"):
+        with log.timed("read"), stage(f"reading {len(options.paths)} file(s) as {options.fmt.value}"):
             imported = read_import(options)
         if options.fmt is ImportFormat.SCORES:
             check_score_judges(db, imported)
-        with log.timed("write"):
+        with log.timed("write"), stage("writing to the warehouse"):
             summary = write_dataset(db, imported.dataset, options.replace, log.run_id)
         log.finish(parameters={**log.run.parameters, "dataset": summary.dataset},
                    data_fingerprint=imported.dataset.fingerprint(),

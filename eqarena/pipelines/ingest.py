@@ -4,6 +4,7 @@ recorded judgments in the warehouse (one transaction), with a `runs` row (kind '
 from __future__ import annotations
 
 from eqarena.options import IngestOptions, as_parameters
+from eqarena.orchestration.progress import stage
 from eqarena.tasks.ingest import IngestSummary, read_dataset, write_dataset
 from eqarena.tasks.runs import RunLog
 
@@ -19,7 +20,7 @@ def ingest(options: IngestOptions = IngestOptions(), db: str | None = None) -> I
     with RunLog(db, "ingest", as_parameters(options)) as log:
         with log.timed("read"):
             data = read_dataset(options.source, options.name)
-        with log.timed("write"):
+        with log.timed("write"), stage("writing to the warehouse"):
             summary = write_dataset(db, data, options.replace, log.run_id)
         log.finish(parameters={**log.run.parameters, "dataset": summary.dataset},
                    data_fingerprint=data.fingerprint(), message=f"{summary.dataset}: {summary.new} new, "

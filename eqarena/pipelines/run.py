@@ -14,6 +14,7 @@ from pathlib import Path
 from eqarena import options as opts
 from eqarena.methods import parse_methods
 from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters
+from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import in_flow_run, run_logger
 from eqarena.pipelines.analyze import analyze_clones, analyze_risk
 from eqarena.pipelines.ingest import ingest
@@ -76,9 +77,9 @@ def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) 
             judges, _, _ = judge_missing(options, dataset, db)
         with log.timed("rate"):
             rated = rate(replace(options.rate, dataset=dataset, judges=tuple(judges)), db)
-        with log.timed("analyses"):
+        with log.timed("analyses"), stage("robustness analyses"):
             summaries = run_analyses(options.analyses, rated.run_id, parse_methods(options.rate.methods), db)
-        with log.timed("report"):
+        with log.timed("report"), stage("writing the report"):
             report_path = Path(report(rated.run_id, options.out_dir, db)).resolve()
         parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rated.run_id}
         log.finish(parameters=parameters, message=f"ratings in run {rated.run_id}; report {report_path}")
