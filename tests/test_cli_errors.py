@@ -132,7 +132,8 @@ def test_judge_and_rate_use_the_only_dataset_and_say_so(warehouses, tmp_path):
 
 def test_warehouse_in_use_is_one_line(warehouses, held_warehouse):
     db, pid, _ = held_warehouse
-    result = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", str(db)], warehouses, dict(os.environ))
+    result = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", str(db), "--wait", "0"], warehouses,
+                  dict(os.environ))
     _assert_one_line_error(result, f"database {db} is in use by process {pid}")
 
 

@@ -88,7 +88,7 @@ def test_concurrent_refreshes_never_interleave(prefect_harness, tmp_path):
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (Path(f"{db}.lock").exists() and Path(f"{db}.lock").read_text()):
         time.sleep(0.1)
-    impatient = _refresh(db, out, env)
+    impatient = _refresh(db, out, env, "--wait", "0")
     patient = _refresh(db, out, env, "--wait", "600")
     results = {name: (p.wait(timeout=600), *p.communicate()) for name, p in
                (("first", first), ("impatient", impatient), ("patient", patient))}

@@ -24,7 +24,7 @@ def test_migrations_apply_once(db_path):
 @pytest.mark.integration  # a second process
 def test_second_writer_gets_clear_error(db_path):
     con = warehouse.connect(db_path)
-    code = f"from eqarena import warehouse; warehouse.connect({str(db_path)!r})"
+    code = f"from eqarena import warehouse; warehouse.connect({str(db_path)!r}, wait_s=0)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     con.close()
     assert result.returncode != 0

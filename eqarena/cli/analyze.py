@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from eqarena.cli.output import warehouse_file
-from eqarena.cli.support import DB_HELP, RUN_HELP, cli_errors, db_option, run_pipeline
+from eqarena.cli.support import DB_HELP, RUN_HELP, WAIT, cli_errors, db_option, run_pipeline
 from eqarena.options import CloneOptions, RiskOptions
 
 analyze_app = typer.Typer(
@@ -50,6 +50,7 @@ def analyze_clones(
     noise: float = typer.Option(0.01, "--noise", min=0.0, help="Noisy copies get Uniform(-noise, noise) payoff noise."),
     seed: int = typer.Option(0, "--seed", help="Seed of the draw (the same seed gives the same copies)."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
 ) -> None:
     """How every method's model ranks move as copies of prompts adversarial to one model are added."""
     ns_exact, ns_noisy = parse_counts(n, "--n"), parse_counts(n_noisy, "--n-noisy")
@@ -68,6 +69,7 @@ def analyze_risk(
                                    "search for (equilibrium 0 is the run's selected NE)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the equilibrium search."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
 ) -> None:
     """Pure Nash equilibria, many mixed ones, and how risky each is when players miscoordinate."""
     result = run_pipeline("analyze-risk", RiskOptions(equilibria=equilibria, seed=seed), run, db_option(db))

@@ -7,7 +7,7 @@ import signal
 
 import typer
 
-from eqarena.cli import analyze, data, judging, main_job, rating
+from eqarena.cli import analyze, data, judging, main_job, rating, status
 from eqarena.cli.support import release_frames
 
 app = typer.Typer(
@@ -39,7 +39,8 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 
 app.command()(data.ingest)
 app.command(name="import", help=data.IMPORT_HELP)(data.import_data)
-app.command()(data.status)
+app.command()(status.status)
+app.command()(status.check)
 app.command()(rating.rate)
 app.command()(rating.report)
 app.command()(rating.methods)

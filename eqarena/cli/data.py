@@ -1,4 +1,4 @@
-"""`eqarena ingest`, `eqarena import` and `eqarena status`: data into the warehouse, and what it holds."""
+"""`eqarena ingest` and `eqarena import`: data into the warehouse."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from eqarena.cli.output import print_changes, warehouse_file
-from eqarena.cli.support import DB_HELP, SOURCE_HELP, cli_errors, db_option, options_errors, run_pipeline
+from eqarena.cli.support import DB_HELP, SOURCE_HELP, WAIT, cli_errors, db_option, options_errors, run_pipeline
 from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions
 
 
@@ -21,6 +21,7 @@ def ingest(
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the bundle's name or "
                                        "the directory's name)."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
 ) -> None:
     """Load prompts, answers (and recorded judgments) into the warehouse; idempotent, one transaction."""
     summary = run_pipeline("ingest", IngestOptions(source=source, name=name, replace=replace), db_option(db))
@@ -62,6 +63,7 @@ def import_data(
                                 "(e.g. 100 for percentages)."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
 ) -> None:
     with options_errors():
         if fmt not in tuple(ImportFormat):
@@ -76,39 +78,3 @@ def import_data(
         typer.secho(f"note: {note}", fg="yellow", err=True)
     print_changes("import", result.summary)
     typer.echo(f"judges: {', '.join(result.judges)}")
-
-
-@cli_errors()
-def status(
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
-    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
-) -> None:
-    """Counts of prompts, models, responses and judgments, and each judge's coverage (the share of
-    prompt x ordered-model-pair cells with an ok judgment, over the datasets the judge covers)."""
-    from eqarena import warehouse
-    from eqarena.warehouse.status import warehouse_status
-
-    with closing(warehouse.connect(db, read_only=True)) as con:
-        found = warehouse_status(con)
-    if as_json:
-        typer.echo(json.dumps(found.as_json()))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    totals = Table(title=f"warehouse {warehouse_file(db)}")
-    for column in ("dataset", "prompts", "models", "responses", "judgments"):
-        totals.add_column(column, justify="left" if column == "dataset" else "right")
-    for d in found.datasets:
-        totals.add_row(d.dataset, f"{d.prompts:,}", f"{d.models:,}", f"{d.responses:,}", f"{d.judgments:,}")
-    totals.add_row("all", f"{found.prompts:,}", f"{found.models:,}", f"{found.responses:,}",
-                   f"{sum(j.judgments for j in found.judges):,}", style="bold")
-    console.print(totals)
-    judges = Table(title="judges")
-    for column in ("judge", "judgments", "ok", "complete cells", "coverage"):
-        judges.add_column(column, justify="left" if column == "judge" else "right")
-    for j in found.judges:
-        judges.add_row(j.judge, f"{j.judgments:,}", f"{j.ok:,}", f"{j.complete_cells:,} / {j.cells:,}",
-                       f"{j.coverage:.1%}")
-    console.print(judges if found.judges else "no judgments yet")

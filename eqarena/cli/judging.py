@@ -14,6 +14,7 @@ from eqarena.cli.output import print_plan
 from eqarena.cli.support import (
     DATASET_HELP,
     DB_HELP,
+    WAIT,
     checked_dataset,
     cli_errors,
     db_option,
@@ -80,6 +81,7 @@ def judge(
     dask_workers: int = typer.Option(RunnerOptions.dask_workers, "--dask-workers", min=1, help="--runner dask "
                                      "without --dask-address: worker processes of the local cluster."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
     adaptive: bool = typer.Option(False, "--adaptive", help="Judge adaptively: a small random design, then "
                                   "batches of the cells that matter most for the NE ranking, until every adjacent "
                                   "pair is ordered (or tied within --indifference) with --stop-probability, or "

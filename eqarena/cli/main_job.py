@@ -13,6 +13,7 @@ from eqarena.cli.rating import rate_options
 from eqarena.cli.support import (
     BOOTSTRAP_HELP,
     DB_HELP,
+    WAIT,
     METHODS_HELP,
     MISSING_HELP,
     OUT_HELP,
@@ -77,6 +78,7 @@ def main_job_errors() -> tuple[type[BaseException], ...]:
 @cli_errors()
 def run(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
     out: Path = OUT,
     dataset: str = SOURCE,
     judge: str = JUDGE,
@@ -106,6 +108,7 @@ def run(
 @cli_errors()
 def refresh(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
     out: Path = OUT,
     dataset: str = SOURCE,
     judge: str = JUDGE,
@@ -115,8 +118,6 @@ def refresh(
     samples_per_order: int = SAMPLES,
     max_cost: Optional[float] = MAX_COST,
     analyses: str = ANALYSES,
-    wait: float = typer.Option(0.0, "--wait", min=0.0, help="Seconds to wait for another run writing the "
-                               "warehouse before giving up with 'warehouse busy' (default: do not wait)."),
     yes: bool = YES,
 ) -> None:
     """The main job, incrementally: only new prompts, models and missing judge cells are judged; ratings,
@@ -138,6 +139,7 @@ def serve(
     name: str = typer.Option("eqarena-refresh", "--name", help="Deployment name (trigger it with `prefect "
                              "deployment run 'refresh/NAME'`)."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
     out: Path = OUT,
     dataset: str = SOURCE,
     judge: str = JUDGE,

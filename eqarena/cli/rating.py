@@ -13,6 +13,7 @@ from eqarena.cli.support import (
     BOOTSTRAP_HELP,
     DATASET_HELP,
     DB_HELP,
+    WAIT,
     METHODS_HELP,
     MISSING_HELP,
     ORDERS_HELP,
@@ -55,6 +56,7 @@ def rate(
                                  "interval's width over 24 replicates (0: always --bootstrap replicates)."),
     orders: str = typer.Option("both", "--orders", help=ORDERS_HELP),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
 ) -> None:
     """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
     options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle)
@@ -78,6 +80,7 @@ def report(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
     out: Path = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
 ) -> None:
     """Write one self-contained HTML report of a rate run."""
     path = run_pipeline("report", run, str(out), db_option(db))

@@ -5,33 +5,71 @@ from __future__ import annotations
 import atexit
 import gc
 import logging
+import os
 import traceback
 from contextlib import contextmanager
 from typing import Iterator
 
 import typer
 
+import duckdb
+
 from eqarena.datasets.records import DatasetError
-from eqarena.warehouse.connection import WarehouseInUseError
+from eqarena.messages import bounded
+from eqarena.report.directory import ReportDirError
+from eqarena.warehouse.connection import (
+    DEFAULT_LOCK_WAIT_S,
+    WAIT_ENV_VAR,
+    WarehouseInUseError,
+    WarehouseUnusableError,
+    unusable_warehouse,
+)
 
 DB_HELP = "DuckDB warehouse file (default: $EQARENA_DB, else eqarena.duckdb)."
+WAIT_HELP = (f"Seconds to wait while another process holds the warehouse (a reader, or another run writing) "
+             f"before giving up (default: ${WAIT_ENV_VAR}, else {DEFAULT_LOCK_WAIT_S:g}). Work is computed "
+             f"first; only the final write waits.")
 
-# Errors a user can fix (bad input, a busy or missing database): shown as one line on stderr, exit 1.
-KNOWN_ERRORS: tuple[type[BaseException], ...] = (WarehouseInUseError, DatasetError, FileNotFoundError)
+# Errors a user can fix (bad input; a busy, missing, damaged or unusable database; a report directory
+# that cannot be written): shown as one line on stderr, exit 1.
+KNOWN_ERRORS: tuple[type[BaseException], ...] = (WarehouseInUseError, WarehouseUnusableError, DatasetError,
+                                                 FileNotFoundError, ReportDirError)
 
 
 @contextmanager
 def cli_errors(*extra: type[BaseException]) -> Iterator[None]:
-    """Turn KNOWN_ERRORS (and `extra`) into `error: <message>` on stderr and exit code 1, without a
+    """Turn KNOWN_ERRORS (and `extra`), and DuckDB errors that say the file is unusable, into one
+    bounded line `error: <message>` on stderr (eqarena/messages.py) and exit code 1, without a
     traceback. Use as a decorator under @app.command() or as a `with` block."""
     try:
         yield
     except typer.Exit:  # an inner cli_errors already reported (click's Exit is a RuntimeError)
         raise
     except (*KNOWN_ERRORS, *extra) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        release_frames(exc)
-        raise typer.Exit(1) from None
+        _exit_with(exc, exc)
+    except duckdb.Error as exc:
+        damage = unusable_warehouse(exc)
+        if damage is None:
+            raise
+        _exit_with(exc, damage)
+
+
+def _exit_with(exc: BaseException, shown: BaseException) -> None:
+    typer.echo(f"error: {bounded(shown)}", err=True)
+    release_frames(exc)
+    raise typer.Exit(1) from None
+
+
+def apply_wait(wait: float | None) -> float | None:
+    """Make every warehouse connection of this command (and of its worker processes) wait up to
+    `wait` seconds for the file's lock (eqarena/warehouse/connection.py); None keeps the default.
+    The --wait option's callback, so it takes effect as the command line is parsed."""
+    if wait is not None:
+        os.environ[WAIT_ENV_VAR] = f"{wait:g}"
+    return wait
+
+
+WAIT = typer.Option(None, "--wait", min=0.0, metavar="SECONDS", callback=apply_wait, help=WAIT_HELP)
 
 
 def release_frames(exc: BaseException) -> None:

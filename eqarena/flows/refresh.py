@@ -10,7 +10,8 @@ from eqarena.pipelines.refresh import RefreshSummary, refresh
 
 @flow(name="refresh", flow_run_name=main_job_run_name)
 def refresh_flow(options: MainJobOptions = MainJobOptions(), db: str | None = None,
-                 wait_s: float = 0.0) -> RefreshSummary:
+                 wait_s: float | None = None) -> RefreshSummary:
     """Bring the ratings of `options.source` by `options.judge` up to date, doing only what new data
-    requires; `wait_s` bounds the wait for a refresh already writing the warehouse."""
+    requires; `wait_s` bounds the wait for a refresh already writing the warehouse (default:
+    $EQARENA_WAIT, else 60 s)."""
     return refresh(options, db, wait_s)

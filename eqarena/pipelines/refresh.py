@@ -30,6 +30,7 @@ from eqarena.tasks.refresh import (
     read_model_ratings,
     writing_the_warehouse,
 )
+from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
 
 if TYPE_CHECKING:
@@ -64,10 +65,11 @@ class RefreshSummary:
 
 
 def refresh(options: MainJobOptions = MainJobOptions(), db: str | None = None,
-                 wait_s: float = 0.0) -> RefreshSummary:
+            wait_s: float | None = None) -> RefreshSummary:
     """Bring the ratings of `options.source` by `options.judge` up to date, doing only what new data
     requires (module docstring); `wait_s` bounds the wait for a refresh already writing the warehouse."""
     methods = parse_methods(options.rate.methods)
+    report_dir(options.out_dir)  # a file in the way of the report is said before any work
     steps: dict[str, str] = {}
     log = RunLog(db, "refresh", {}, start=False)
     with writing_the_warehouse(db, log.run_id, wait_s):

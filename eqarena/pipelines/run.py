@@ -21,6 +21,7 @@ from eqarena.pipelines.ingest import ingest
 from eqarena.pipelines.rate import rate
 from eqarena.pipelines.report import report
 from eqarena.tasks.main_job import check_judge_plan, is_recorded_judge, main_job_judge
+from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
 
 
@@ -70,6 +71,7 @@ def run_analyses(options: opts.AnalysesOptions, rate_run_id: str, methods: tuple
 
 def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) -> RunSummary:
     """The main job on `options.source` with `options.judge`; returns where the warehouse and the report are."""
+    report_dir(options.out_dir)  # a file in the way of the report is said before any work
     with RunLog(db, "run", as_parameters(options), start=False) as log:
         with log.timed("ingest"):
             dataset = ingest(IngestOptions(source=options.source), db).dataset

@@ -10,6 +10,7 @@ from eqarena.orchestration.steps import step
 from eqarena.warehouse.analyses import RunGame, read_equilibrium_marginals, read_run_game, write_analysis
 from eqarena.warehouse.ratings import latest_rate_run_id, read_ratings
 from eqarena.warehouse.runs import RunRecord
+from eqarena.warehouse.snapshot import publish_snapshot
 
 
 @step("read_rate_game")
@@ -59,5 +60,6 @@ def write_analysis_run(db: str | None, run: RunRecord, frames: dict[str, pl.Data
     con = warehouse.connect(db)
     try:
         write_analysis(con, run, frames)
+        publish_snapshot(con)
     finally:
         con.close()

@@ -24,10 +24,12 @@ from eqarena.judge.progress import JudgeProgress
 from eqarena.judge.providers import Provider, make_provider
 from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.judge.setup import JudgeSetup
+from eqarena.messages import bounded
 from eqarena.options import JudgeOptions, Runner
 from eqarena.warehouse.judge_batches import open_jobs
 from eqarena.warehouse.judgments import JudgmentWriter
 from eqarena.warehouse.runs import RunRecord, upsert_run
+from eqarena.warehouse.snapshot import publish_snapshot
 
 CHUNKS_IN_FLIGHT = 2  # the next chunk starts while the last requests of the previous one finish
 BATCH_ROUNDS = 3      # batch submissions per run: the first, then re-asks of unparseable verdicts
@@ -105,7 +107,10 @@ class JudgeSession:
                                                             self.setup.template.hash, self.inputs.dataset))
 
     def record(self, run: RunRecord) -> None:
+        """Write the run's row; once it has finished, publish the readers' snapshot too."""
         record_judge_run(self.con, run)
+        if run.status != "running":
+            publish_snapshot(self.con)
 
     def judge(self, plan: JudgePlan, run_id: str, budget: Budget, progress: bool) -> tuple[RunStats, tuple[str, ...]]:
         """Make the plan's calls as the options say (live here, live on Dask, or in batches); returns
@@ -219,7 +224,7 @@ def judge_message(plan: JudgePlan, left: JudgePlan, stats: RunStats, budget: Bud
     done = (f"{stats.ok} ok, {stats.unparsed} unparsed, {stats.errors} failed samples from "
             f"{stats.requests} requests ({stats.retries} retries), ${budget.spent_usd:.4f}")
     if failure is not None:
-        head = f"failed: {type(failure).__name__}: {failure}"
+        head = f"failed: {type(failure).__name__}: {bounded(failure)}"
     elif stopped_by is not None:
         head = f"stopped at the --{stopped_by} cap"
     else:

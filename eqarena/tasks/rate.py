@@ -22,6 +22,7 @@ from eqarena.solvers.imputed_share import imputed_shares
 from eqarena.tasks.parallel import process_map
 from eqarena.warehouse.ratings import EquilibriumRecord, IntervalRecord, MethodRatings, write_rate_run
 from eqarena.warehouse.runs import RunRecord
+from eqarena.warehouse.snapshot import publish_snapshot
 from eqarena.warehouse.tensor import PayoffTensor
 
 # Below this many replicate solves the worker processes' start-up (~2 s) costs more than it saves.
@@ -150,3 +151,4 @@ def write_run(db: str | None, run: RunRecord, assembled, solved: list[Solved],
             [s.equilibrium for s in solved if s.equilibrium is not None],
             intervals or (),
         )
+        publish_snapshot(con)

@@ -15,6 +15,7 @@ from eqarena.warehouse.analyses import latest_analysis
 from eqarena.warehouse.ratings import RatingRow, read_ratings
 from eqarena.warehouse.runs import matching_rate_run
 from eqarena.warehouse.tensor import assemble_tensor, available_judges
+from eqarena.warehouse.connection import lock_wait_s
 from eqarena.warehouse.writer_lock import writer_lock
 
 
@@ -27,10 +28,12 @@ class RateInputs:
 
 
 @contextmanager
-def writing_the_warehouse(db: str | None, run_id: str, wait_s: float) -> Iterator[None]:
-    """Hold the warehouse's writer lock for the block, waiting up to `wait_s` seconds (with a warning
-    naming the run that writes) for another run to finish; WarehouseBusyError after that."""
+def writing_the_warehouse(db: str | None, run_id: str, wait_s: float | None) -> Iterator[None]:
+    """Hold the warehouse's writer lock for the block, waiting up to `wait_s` seconds (default: the
+    warehouse's lock wait, $EQARENA_WAIT) with a warning naming the run that writes, for another run to
+    finish; WarehouseBusyError after that."""
     db_path = warehouse.resolve_db_path(db).resolve()
+    wait_s = lock_wait_s() if wait_s is None else wait_s
 
     def waiting(holder: dict) -> None:
         run_logger().warning(f"warehouse {db_path} is being written by run {holder.get('run_id', '?')}; "

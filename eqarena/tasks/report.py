@@ -9,6 +9,7 @@ from pathlib import Path
 from eqarena import warehouse
 from eqarena.methods import ordered
 from eqarena.orchestration.steps import step
+from eqarena.report.directory import report_dir
 from eqarena.report.analyses import load_clone_report, load_risk_report
 from eqarena.report.render import ReportData, render_html
 from eqarena.warehouse import ratings as store
@@ -66,9 +67,7 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
 @step("write_report")
 def write_report(data: ReportData, out_dir: str | Path) -> Path:
     """Write `eqarena-<run_id>.html` into `out_dir` (created if needed); returns its path."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"eqarena-{data.run.run_id}.html"
+    path = report_dir(out_dir) / f"eqarena-{data.run.run_id}.html"
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(render_html(data), encoding="utf-8")
     tmp.replace(path)

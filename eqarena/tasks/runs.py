@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import logging
 import platform
 import uuid
 from contextlib import closing, contextmanager
@@ -21,9 +22,13 @@ from typing import Iterator
 
 
 from eqarena import warehouse
+from eqarena.messages import bounded
 from eqarena.orchestration.runtime import current_flow_run_id
 from eqarena.orchestration.steps import step
 from eqarena.warehouse.runs import RunRecord, upsert_run
+from eqarena.warehouse.snapshot import publish_snapshot
+
+_log = logging.getLogger("eqarena.runs")
 
 VERSIONED = ("eqarena", "jax", "numpy", "duckdb", "prefect")
 
@@ -51,9 +56,12 @@ def package_versions() -> dict[str, str]:
 
 @step("record_run")
 def record_run(db: str | None, run: RunRecord) -> None:
-    """Insert or update the run's row in `runs`."""
+    """Insert or update the run's row in `runs`; once the run has finished, publish the readers'
+    snapshot of the warehouse (eqarena/warehouse/snapshot.py)."""
     with closing(warehouse.connect(db)) as con:
         upsert_run(con, run)
+        if run.status != "running":
+            publish_snapshot(con)
 
 
 class RunLog:
@@ -79,8 +87,14 @@ class RunLog:
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
-        if exc is not None and self.start:
-            record_run(self.db, self.record("failed", message=str(exc)))
+        if exc is None or not self.start:
+            return
+        failed = self.record("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                             message=bounded(exc) or type(exc).__name__)
+        try:
+            record_run(self.db, failed)
+        except Exception as error:  # a damaged or busy warehouse: the run's own error is what matters
+            _log.warning("could not record run %s as %s: %s", self.run_id, failed.status, bounded(error))
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:

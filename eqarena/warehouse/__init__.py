@@ -3,10 +3,11 @@
 from eqarena.warehouse.connection import (
     DEFAULT_DB_PATH,
     WarehouseInUseError,
+    WarehouseUnusableError,
     connect,
     migrate,
     resolve_db_path,
     schema_version,
 )
 
-__all__ = ["DEFAULT_DB_PATH", "WarehouseInUseError", "connect", "migrate", "resolve_db_path", "schema_version"]
+__all__ = ["DEFAULT_DB_PATH", "WarehouseInUseError", "WarehouseUnusableError", "connect", "migrate", "resolve_db_path", "schema_version"]

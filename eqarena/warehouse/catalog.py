@@ -9,7 +9,7 @@ a failed ingest writes nothing.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -114,10 +114,14 @@ def write_rows(
     try:
         casts = ", ".join(f"CAST({c} AS {spec.types[c]}) AS {c}" for c in spec.columns)
         con.execute(f"CREATE OR REPLACE TEMP VIEW {stage} AS SELECT {casts} FROM {incoming}")
-        return _merge_stage(con, spec, stage, frame.height, replace)
-    finally:
-        con.execute(f"DROP VIEW IF EXISTS {stage}")
-        con.unregister(incoming)
+        changes = _merge_stage(con, spec, stage, frame.height, replace)
+    except BaseException:
+        with suppress(duckdb.Error):  # an aborted transaction refuses the clean-up; its rollback does it
+            con.unregister(incoming)
+        raise
+    con.execute(f"DROP VIEW IF EXISTS {stage}")
+    con.unregister(incoming)
+    return changes
 
 
 def _merge_stage(con: duckdb.DuckDBPyConnection, spec: TableSpec, stage: str, total: int,

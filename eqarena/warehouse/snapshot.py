@@ -1,0 +1,57 @@
+"""The readers' copy of the warehouse: `<name>.snapshot.duckdb` beside `<name>.duckdb`.
+
+DuckDB lets one process write a file or any number read it, never both: a dashboard holding the live
+file read-only makes the next writer wait, and a writer makes the dashboard's next open fail. So
+after every finished run the writer publishes a snapshot: it checkpoints the live file (the write-
+ahead log folded in), copies it while it still holds the lock (no other process can change it
+meanwhile) and renames the copy over the last snapshot. The rename is atomic: a reader opening the
+snapshot gets the previous or the new copy, whole; a reader that has it open keeps reading the copy
+it opened. No eqarena process ever opens the snapshot, so readers of it never meet a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+SNAPSHOT_SUFFIX = ".snapshot.duckdb"
+SNAPSHOT_ENV_VAR = "EQARENA_SNAPSHOT"  # "0" turns publishing off
+
+
+def snapshot_path(db_path: str | os.PathLike) -> Path:
+    """`x.snapshot.duckdb` for the warehouse `x.duckdb` (`x.db.snapshot.duckdb` for `x.db`)."""
+    path = Path(db_path)
+    stem = path.name[: -len(".duckdb")] if path.name.endswith(".duckdb") else path.name
+    return path.with_name(stem + SNAPSHOT_SUFFIX)
+
+
+def snapshots_enabled() -> bool:
+    return os.environ.get(SNAPSHOT_ENV_VAR, "1") != "0"
+
+
+def publish_snapshot(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """Publish the readers' copy of the warehouse `con` writes (module docstring); returns its path,
+    None when publishing is off (EQARENA_SNAPSHOT=0) or `con` is an in-memory database. Call it with
+    no transaction open, after the run's last write."""
+    file = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    if not snapshots_enabled() or not file or not file[0]:
+        return None
+    source = Path(file[0])
+    target = snapshot_path(source)
+    con.execute("CHECKPOINT")
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(handle)
+    try:
+        shutil.copyfile(source, temporary)  # in the kernel (sendfile / copy_file_range)
+        with open(temporary, "rb") as copy:
+            os.fsync(copy.fileno())  # whole on disk before it replaces the last snapshot
+        os.chmod(temporary, 0o444)  # a reader's copy: nothing should write to it
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
