@@ -165,9 +165,11 @@ def colour(name: str) -> str:
 
 
 def format_rating(name: str, rating: float) -> str:
-    """`rating` as the method `name` prints it (deviation gains: +0.123; Elo: 1034)."""
+    """`rating` as the method `name` prints it (deviation gains: +0.123; Elo: 1034). A value that rounds
+    to zero prints as zero with a plus sign (a solver's 1e-12 or -4e-13 is 0, not -0.000)."""
     spec = _REGISTRY[name].rating_format if name in _REGISTRY else "+.3f"
-    return format(rating, spec)
+    decimals = int(spec.split(".")[1].rstrip("f")) if "." in spec else 0
+    return format(round(rating, decimals) + 0.0, spec)  # + 0.0 turns -0.0 into 0.0
 
 
 def is_equilibrium(name: str) -> bool:

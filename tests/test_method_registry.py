@@ -124,3 +124,11 @@ def test_a_toy_method_runs_through_rate_report_and_clones(toys, prefect_harness,
     assert cloned.exit_code == 0, cloned.output
     assert "Mean payoff: exact:" in cloned.stdout and "CCE toy: exact:" in cloned.stdout
     assert {m for (m,) in query(db, "SELECT DISTINCT method FROM clone_robustness")} == {"ne", "mean", "cce-toy"}
+
+
+def test_ratings_that_round_to_zero_print_as_zero():
+    from eqarena.methods import format_rating
+
+    assert [format_rating("ne", r) for r in (-4.2e-13, 2.7e-12, -0.0004, -0.5594)] == [
+        "+0.000", "+0.000", "+0.000", "-0.559"]
+    assert [format_rating("bt", r) for r in (1034.4, -0.3)] == ["1034", "0"]

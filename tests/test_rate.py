@@ -229,6 +229,22 @@ def test_latest_model_ratings_from_another_process(vicuna):
     assert [r[2] for r in rows if r[1] == "bt" and r[3] == 1] == ["gpt4"]
 
 
+def test_latest_model_ratings_carry_every_methods_interval(vicuna):
+    db, result = vicuna
+    rows = _query(db, "SELECT method, model_id, ci_lo, ci_hi, p_top1 FROM latest_model_ratings")
+    intervals = {(m, x): (lo, hi, p) for m, x, lo, hi, p in _query(
+        db, "SELECT method, model_id, lo, hi, p_top1 FROM rating_intervals WHERE run_id = ? AND scheme = 'prompts'",
+        [result.run_id])}
+    for method, model, lo, hi, p_top1 in rows:
+        assert lo is not None and hi is not None and lo <= hi, (method, model)
+        if method == "bt":
+            assert p_top1 is None
+        else:
+            assert (lo, hi, p_top1) == intervals[(method, model)]
+    for method in EQ_METHODS:
+        assert sum(p for m, _, _, _, p in rows if m == method) == pytest.approx(1.0)
+
+
 def test_pooled_prd_judges(vicuna, prefect_harness, prd_csv):
     from eqarena.flows.rate import rate_flow
 
