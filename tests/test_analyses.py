@@ -207,15 +207,18 @@ def test_a_failed_write_leaves_nothing(rated):
     assert query(db, "SELECT count(*) FROM clone_verdicts WHERE run_id = 'clones-broken'") == [(0,)]
 
 
-def test_analyze_clones_command(rated):
+def test_analyze_clones_command(rated, tmp_path):
     db, rate_run = rated
     runner = CliRunner()
     result = runner.invoke(app, ["analyze", "clones", "--run", rate_run, "--n", "0,20", "--n-noisy", "0",
-                                 "--target", "claude", "--db", db])
+                                 "--target", "claude", "--db", db, "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "NE: exact: ranks unchanged up to 20 clones" in result.stdout
     run_id = re.search(r"clones run (clones-\S+) \(of rate run " + re.escape(rate_run), result.stdout).group(1)
     assert query(db, "SELECT DISTINCT target FROM clone_robustness WHERE run_id = ?", [run_id]) == [("claude",)]
+    report = tmp_path / f"eqarena-{rate_run}.html"  # the rate run's report, rewritten to show the analysis
+    assert f"HTML report updated: {report}" in result.stdout
+    assert run_id in report.read_text(encoding="utf-8")
     bad = runner.invoke(app, ["analyze", "clones", "--n", "0,many", "--db", db])
     assert bad.exit_code == 1
     assert bad.stderr.strip() == "error: --n takes comma-separated whole numbers, e.g. 0,250,500; got '0,many'"
@@ -227,3 +230,27 @@ def test_analyze_clones_command(rated):
     assert missing.exit_code == 1 and "no finished rate run 'rate-nope'" in missing.stderr
     assert runner.invoke(app, ["run", "--analyses", "clones,bogus", "--db", db]).stderr.strip() == (
         "error: --analyses: unknown analysis bogus (choose from clones, risk)")
+
+
+def test_analyze_defaults_to_the_latest_rate_run_of_the_dataset(rated, tmp_path, prefect_harness):
+    import shutil
+
+    from eqarena.flows.importing import import_flow
+    from eqarena.flows.rate import rate_flow
+    from eqarena.options import ImportFormat, ImportOptions
+
+    source, rate_run = rated
+    db = str(tmp_path / "two-datasets.duckdb")
+    shutil.copy(source, db)
+    toy = tmp_path / "toy.csv"
+    toy.write_text("prompt_id,model_a,model_b,score\n" + "".join(
+        f"p{p},{a},{b},{s}\np{p},{b},{a},{-s}\n" for p in range(3) for a, b, s in (("x", "y", 1), ("y", "z", 1),
+                                                                                ("x", "z", -1))))
+    import_flow(ImportOptions(fmt=ImportFormat.PAIRWISE, paths=(str(toy),), dataset="toy"), db)
+    toy_run = rate_flow(RateOptions(dataset="toy", bootstrap=BootstrapOptions(replicates=0)), db).run_id
+    runner = CliRunner()
+    picked = runner.invoke(app, ["analyze", "risk", "-d", "vicuna80", "-k", "3", "--db", db, "--out", str(tmp_path)])
+    assert picked.exit_code == 0, picked.output
+    assert f"(of rate run {rate_run}," in picked.stdout and toy_run not in picked.stdout
+    ambiguous = runner.invoke(app, ["analyze", "risk", "-k", "3", "--db", db, "--out", str(tmp_path)])
+    assert ambiguous.exit_code == 1 and "toy" in ambiguous.stderr and "vicuna80" in ambiguous.stderr

@@ -120,7 +120,8 @@ def test_a_toy_method_runs_through_rate_report_and_clones(toys, prefect_harness,
     support_section = html.split('<section id="support">')[1].split("</section>")[0]
     assert "cce-toy" in support_section and "mean" not in support_section  # no equilibrium, no support
 
-    cloned = cli.invoke(app, ["analyze", "clones", "--run", run_id, "--n", "0,20", "--n-noisy", "0", "--db", db])
+    cloned = cli.invoke(app, ["analyze", "clones", "--run", run_id, "--n", "0,20", "--n-noisy", "0", "--db", db,
+                              "--out", str(out)])
     assert cloned.exit_code == 0, cloned.output
     assert "Mean payoff: exact:" in cloned.stdout and "CCE toy: exact:" in cloned.stdout
     assert {m for (m,) in query(db, "SELECT DISTINCT method FROM clone_robustness")} == {"ne", "mean", "cce-toy"}

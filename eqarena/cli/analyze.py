@@ -8,12 +8,16 @@ from typing import Optional
 import typer
 
 from eqarena.cli.output import warehouse_file
-from eqarena.cli.support import DB_HELP, RUN_HELP, WAIT, cli_errors, db_option, run_pipeline
-from eqarena.options import CloneOptions, RiskOptions
+from eqarena.cli.support import DB_HELP, OUT_HELP, WAIT, checked_dataset, cli_errors, db_option, run_pipeline
+from eqarena.options import DEFAULT_OUT_DIR, CloneOptions, RiskOptions
+
+RUN_HELP = "Rate run id (default: the latest finished rate run of --dataset)."
+ANALYZE_DATASET_HELP = ("Dataset whose latest finished rate run is analysed, when --run is not given (default: "
+                        "the warehouse's only dataset, if it holds exactly one).")
 
 analyze_app = typer.Typer(
     help="Robustness analyses of a rate run: adversarial clones (paper Section 4.2) and risk dominance "
-         "(App. F.4). Results go to DuckDB tables and into the run's report.",
+         "(App. F.4). Results go to DuckDB tables, and the run's HTML report is rewritten to show them.",
     no_args_is_help=True,
 )
 
@@ -29,18 +33,40 @@ def parse_counts(text: str, option: str) -> list[int]:
     return counts
 
 
-def _echo_result(result, db: Optional[Path]) -> None:
+def source_run(run: Optional[str], dataset: Optional[str], db: Optional[Path]) -> str:
+    """The rate run to analyse: `run` if given, else the newest finished rate run of `dataset` (default:
+    the warehouse's only dataset); LookupError when there is none."""
+    if run is not None:
+        return run
+    from contextlib import closing
+
+    from eqarena import warehouse
+    from eqarena.warehouse.ratings import latest_rate_run_id
+
+    name = checked_dataset(dataset, db)
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        found = latest_rate_run_id(con, name)
+    if found is None:
+        raise LookupError(f"no finished rate run of dataset {name!r}: run `eqarena rate --dataset {name}` first")
+    return found
+
+
+def _finish(result, out: Path, db: Optional[Path]) -> None:
+    """Print the analysis, then rewrite the rate run's report so it shows it."""
     for line in result.summary:
         typer.echo(line)
     typer.echo(f"{result.kind} run {result.run_id} (of rate run {result.source_run_id}, {result.seconds:.1f} s) "
-               f"written to {warehouse_file(db)}; `eqarena report --run "
-               f"{result.source_run_id}` shows it")
+               f"written to {warehouse_file(db)}")
+    path = run_pipeline("report", result.source_run_id, str(out), db_option(db))
+    typer.echo(f"HTML report updated: {Path(path).resolve()}")
 
 
 @analyze_app.command("clones")
 @cli_errors(LookupError, ValueError)
 def analyze_clones(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=ANALYZE_DATASET_HELP),
+    out: Path = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP),
     target: Optional[str] = typer.Option(None, "--target", help="Model the copied prompts are adversarial to "
                                          "(default: the run's top NE model)."),
     lam: float = typer.Option(CloneOptions.lam, "--lambda", help="Copies are drawn from softmax(-lambda * the "
@@ -57,14 +83,16 @@ def analyze_clones(
 
     options = CloneOptions(target=target, lam=lam, seed=seed, ns_exact=tuple(ns_exact), ns_noisy=tuple(ns_noisy),
                            noise=noise)
-    result = run_pipeline("analyze-clones", options, run, db_option(db))
-    _echo_result(result, db)
+    result = run_pipeline("analyze-clones", options, source_run(run, dataset, db), db_option(db))
+    _finish(result, out, db)
 
 
 @analyze_app.command("risk")
 @cli_errors(LookupError, ValueError)
 def analyze_risk(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=ANALYZE_DATASET_HELP),
+    out: Path = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP),
     equilibria: int = typer.Option(RiskOptions.equilibria, "--equilibria", "-k", min=2, help="Nash equilibria to "
                                    "search for (equilibrium 0 is the run's selected NE)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the equilibrium search."),
@@ -72,5 +100,6 @@ def analyze_risk(
     wait: Optional[float] = WAIT,
 ) -> None:
     """Pure Nash equilibria, many mixed ones, and how risky each is when players miscoordinate."""
-    result = run_pipeline("analyze-risk", RiskOptions(equilibria=equilibria, seed=seed), run, db_option(db))
-    _echo_result(result, db)
+    result = run_pipeline("analyze-risk", RiskOptions(equilibria=equilibria, seed=seed),
+                          source_run(run, dataset, db), db_option(db))
+    _finish(result, out, db)

@@ -416,9 +416,13 @@ def _rows(cursor: duckdb.DuckDBPyConnection, row_type: type[T]) -> list[T]:
     return [row_type(**dict(zip(names, row))) for row in cursor.fetchall()]
 
 
-def latest_rate_run_id(con: duckdb.DuckDBPyConnection) -> str | None:
-    """run_id of the newest finished rate run (view latest_rate_run), or None."""
-    rows = con.execute("SELECT run_id FROM latest_rate_run").fetchall()
+def latest_rate_run_id(con: duckdb.DuckDBPyConnection, dataset: str | None = None) -> str | None:
+    """run_id of the newest finished rate run (view latest_rate_run), of `dataset` if given, or None."""
+    if dataset is None:
+        rows = con.execute("SELECT run_id FROM latest_rate_run").fetchall()
+    else:
+        rows = con.execute("SELECT run_id FROM rate_runs WHERE dataset = ? "
+                           "ORDER BY finished_at DESC, started_at DESC, run_id DESC LIMIT 1", [dataset]).fetchall()
     return rows[0][0] if rows else None
 
 
