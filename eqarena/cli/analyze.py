@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.output import warehouse_file
 from eqarena.cli.support import DB_HELP, OUT_HELP, WAIT, checked_dataset, cli_errors, db_option, run_pipeline
 from eqarena.options import DEFAULT_OUT_DIR, CloneOptions, RiskOptions
@@ -19,6 +20,8 @@ analyze_app = typer.Typer(
     help="Robustness analyses of a rate run: adversarial clones (paper Section 4.2) and risk dominance "
          "(App. F.4). Results go to DuckDB tables, and the run's HTML report is rewritten to show them.",
     no_args_is_help=True,
+    rich_markup_mode="markdown",
+    cls=TidyHelpGroup,
 )
 
 
@@ -69,8 +72,8 @@ def analyze_clones(
     out: Path = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP),
     target: Optional[str] = typer.Option(None, "--target", help="Model the copied prompts are adversarial to "
                                          "(default: the run's top NE model)."),
-    lam: float = typer.Option(CloneOptions.lam, "--lambda", help="Copies are drawn from softmax(-lambda * the "
-                              "target's mean payoff on each prompt)."),
+    lam: float = typer.Option(CloneOptions.lam, "--lambda", help="Copies are drawn from `softmax(-lambda * the "
+                              "target's mean payoff on each prompt)`."),
     n: str = typer.Option("0,250,500", "--n", help="Numbers of exact copies to add."),
     n_noisy: str = typer.Option("0,250,500,750,1000", "--n-noisy", help="Numbers of noisy copies to add."),
     noise: float = typer.Option(0.01, "--noise", min=0.0, help="Noisy copies get Uniform(-noise, noise) payoff noise."),

@@ -8,6 +8,7 @@ import signal
 import typer
 
 from eqarena.cli import analyze, data, judging, main_job, rating, status
+from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.support import release_frames
 
 app = typer.Typer(
@@ -16,6 +17,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # docstrings' single line breaks are joined; `code` shows as code
+    cls=TidyHelpGroup,
 )
 
 

@@ -33,8 +33,8 @@ stops the import at its file:line and writes nothing).
 
 FORMAT is one of:
 
-- arena-hard-auto: model_judgment/<judge>/<model>.jsonl files (a file, a judge folder or model_judgment/);
-  both games against the baseline, verdict labels A>>B ... B>>A, judge arena-hard-auto:<judge>.
+- arena-hard-auto: `model_judgment/<judge>/<model>.jsonl` files (a file, a judge folder or `model_judgment/`);
+  both games against the baseline, verdict labels `A>>B` ... `B>>A`, judge `arena-hard-auto:<judge>`.
 
 - battles: Chatbot-Arena battle logs (JSON, JSONL, CSV, Parquet): model_a, model_b, winner, optional
   question_id and turn.
@@ -43,7 +43,7 @@ FORMAT is one of:
   or verdict, optional judge, sample, prompt_text.
 
 - scores: per-prompt scores, long (prompt_id, model, score) or wide (prompt_id + a column per model);
-  payoff of a over b = clip((s_a - s_b) / scale, -1, 1) (--payoff sign: who scored higher).
+  payoff of a over b = `clip((s_a - s_b) / scale, -1, 1)` (`--payoff sign`: who scored higher).
 
 Then rate as usual, e.g. `eqarena rate --dataset NAME --missing impute` when pairs are sparse."""
 
@@ -55,7 +55,7 @@ def import_data(
     dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Dataset name (default: the folder "
                                           "above model_judgment/ for arena-hard-auto, else the first file's name)."),
     judge: Optional[str] = typer.Option(None, "--judge", help="Judge id for battles, pairwise rows without a "
-                                        "judge column, and scores (default: <format>:<file name>)."),
+                                        "judge column, and scores (default: `<format>:<file name>`)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="arena-hard-auto v0.1 files: the baseline "
                                            "model (default gpt-4-0314; v2.0 files name it)."),
     payoff: str = typer.Option("clip-diff", "--payoff", help="scores: clip-diff or sign."),

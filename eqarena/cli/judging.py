@@ -35,67 +35,75 @@ from eqarena.options import (
 ADAPTIVE = AdaptiveOptions()
 
 
+# The option groups of `eqarena judge --help`.
+PANEL_JUDGING = "Judging"
+PANEL_PLAN_AND_COST = "Plan and cost"
+PANEL_REQUESTS = "Requests"
+PANEL_RATE_LIMITS_AND_RETRIES = "Rate limits and retries"
+PANEL_RUNNER = "Runner"
+PANEL_ADAPTIVE_JUDGING = "Adaptive judging"
+
 @cli_errors(LookupError, ValueError, RuntimeError)
 def judge(
-    judge: str = typer.Option(..., "--judge", "-j", help="openai:MODEL, gemini:MODEL or "
-                              "openai-compatible:MODEL@BASE_URL (keys from OPENAI_API_KEY / GEMINI_API_KEY)."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
-    models: Optional[str] = typer.Option(None, "--models", help="Comma-separated model ids (default: every "
+    judge: str = typer.Option(..., "--judge", "-j", rich_help_panel=PANEL_JUDGING, help="openai:MODEL, gemini:MODEL or "
+                              "openai-compatible:MODEL@URL (keys from OPENAI_API_KEY / GEMINI_API_KEY)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", rich_help_panel=PANEL_JUDGING, help=DATASET_HELP),
+    models: Optional[str] = typer.Option(None, "--models", rich_help_panel=PANEL_JUDGING, help="Comma-separated model ids (default: every "
                                          "model with answers in the dataset)."),
-    prompts: Optional[int] = typer.Option(None, "--prompts", min=1, help="Judge the first N prompts."),
-    samples_per_order: int = typer.Option(4, "--samples-per-order", min=1, help="Samples with each model "
+    prompts: Optional[int] = typer.Option(None, "--prompts", rich_help_panel=PANEL_JUDGING, min=1, help="Judge the first N prompts."),
+    samples_per_order: int = typer.Option(4, "--samples-per-order", rich_help_panel=PANEL_JUDGING, min=1, help="Samples with each model "
                                           "as assistant A (paper: 4)."),
-    template: str = typer.Option("pairwise5", "--template", help="pairwise5 (five labels, default), "
+    template: str = typer.Option("pairwise5", "--template", rich_help_panel=PANEL_JUDGING, help="pairwise5 (five labels, default), "
                                  "pairwise3 (three classes) or the path of a template file."),
-    plan: bool = typer.Option(False, "--plan", help="Print the calls, tokens and cost it would take; send nothing."),
+    plan: bool = typer.Option(False, "--plan", rich_help_panel=PANEL_PLAN_AND_COST, help="Print the calls, tokens and cost it would take; send nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan (or the run's outcome) as JSON."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, help="Stop before spending more USD."),
-    max_calls: Optional[int] = typer.Option(None, "--max-calls", min=0, help="Stop after this many judge calls."),
-    concurrency: int = typer.Option(RunLimits.concurrency, "--concurrency", min=1, help="Requests in flight at most."),
-    rpm: Optional[float] = typer.Option(None, "--rpm", help="Requests per minute at most."),
-    tpm: Optional[float] = typer.Option(None, "--tpm", help="Tokens per minute at most (estimated)."),
-    batch: bool = typer.Option(False, "--batch", help="Use the OpenAI Batch API (half price, up to 24 h); "
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", rich_help_panel=PANEL_PLAN_AND_COST, min=0, help="Stop before spending more USD."),
+    max_calls: Optional[int] = typer.Option(None, "--max-calls", rich_help_panel=PANEL_PLAN_AND_COST, min=0, help="Stop after this many judge calls."),
+    concurrency: int = typer.Option(RunLimits.concurrency, "--concurrency", rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES, min=1, help="Requests in flight at most."),
+    rpm: Optional[float] = typer.Option(None, "--rpm", rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES, help="Requests per minute at most."),
+    tpm: Optional[float] = typer.Option(None, "--tpm", rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES, help="Tokens per minute at most (estimated)."),
+    batch: bool = typer.Option(False, "--batch", rich_help_panel=PANEL_RUNNER, help="Use the OpenAI Batch API (half price, up to 24 h); "
                                "resumable."),
-    multi_sample: Optional[bool] = typer.Option(None, "--multi-sample/--single-sample", help="Ask for all "
+    multi_sample: Optional[bool] = typer.Option(None, "--multi-sample/--single-sample", rich_help_panel=PANEL_REQUESTS, help="Ask for all "
                                                 "samples of a cell in one request (n / candidate_count). "
                                                 "Default: on for openai and gemini, off otherwise."),
-    max_unparsed: Optional[int] = typer.Option(None, "--max-unparsed", min=0, help="Unparseable verdicts per "
+    max_unparsed: Optional[int] = typer.Option(None, "--max-unparsed", rich_help_panel=PANEL_JUDGING, min=0, help="Unparseable verdicts per "
                                                "ordered cell before giving up on it (default: samples per order)."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Output tokens per sample at most."),
-    temperature: Optional[float] = typer.Option(None, "--temperature", help="Sampling temperature."),
-    retries: int = typer.Option(RetryPolicy.attempts, "--retries", min=1, help="Attempts per request, the first "
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", rich_help_panel=PANEL_REQUESTS, min=1, help="Output tokens per sample at most."),
+    temperature: Optional[float] = typer.Option(None, "--temperature", rich_help_panel=PANEL_REQUESTS, help="Sampling temperature."),
+    retries: int = typer.Option(RetryPolicy.attempts, "--retries", rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES, min=1, help="Attempts per request, the first "
                                 "included."),
-    retry_wait: float = typer.Option(RetryPolicy.initial_wait_s, "--retry-wait", min=0, help="First backoff in "
+    retry_wait: float = typer.Option(RetryPolicy.initial_wait_s, "--retry-wait", rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES, min=0, help="First backoff in "
                                      "seconds when the server sends no Retry-After."),
-    timeout: float = typer.Option(RetryPolicy.timeout_s, "--timeout", min=0.01, help="Seconds per attempt."),
-    prices: Optional[Path] = typer.Option(None, "--prices", help="TOML price file overriding "
+    timeout: float = typer.Option(RetryPolicy.timeout_s, "--timeout", rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES, min=0.01, help="Seconds per attempt."),
+    prices: Optional[Path] = typer.Option(None, "--prices", rich_help_panel=PANEL_PLAN_AND_COST, help="TOML price file overriding "
                                           "eqarena/judge/prices.toml."),
-    batch_poll: float = typer.Option(RunnerOptions.batch_poll_s, "--batch-poll", min=0, help="Seconds between "
+    batch_poll: float = typer.Option(RunnerOptions.batch_poll_s, "--batch-poll", rich_help_panel=PANEL_RUNNER, min=0, help="Seconds between "
                                      "batch status checks."),
-    runner: str = typer.Option("asyncio", "--runner", help="asyncio (default): calls from this process; dask: "
+    runner: str = typer.Option("asyncio", "--runner", rich_help_panel=PANEL_RUNNER, help="asyncio (default): calls from this process; dask: "
                                "calls on Dask workers (prefect-dask), still one --rpm/--tpm limit for the whole "
                                "run, rows written by this process."),
-    dask_address: Optional[str] = typer.Option(None, "--dask-address", help="--runner dask: the scheduler of an "
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", rich_help_panel=PANEL_RUNNER, help="--runner dask: the scheduler of an "
                                                "existing Dask cluster (tcp://HOST:PORT); its workers need the "
                                                "API key in their own environment. Default: a local cluster."),
-    dask_workers: int = typer.Option(RunnerOptions.dask_workers, "--dask-workers", min=1, help="--runner dask "
+    dask_workers: int = typer.Option(RunnerOptions.dask_workers, "--dask-workers", rich_help_panel=PANEL_RUNNER, min=1, help="--runner dask "
                                      "without --dask-address: worker processes of the local cluster."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
-    adaptive: bool = typer.Option(False, "--adaptive", help="Judge adaptively: a small random design, then "
+    adaptive: bool = typer.Option(False, "--adaptive", rich_help_panel=PANEL_ADAPTIVE_JUDGING, help="Judge adaptively: a small random design, then "
                                   "batches of the cells that matter most for the NE ranking, until every adjacent "
                                   "pair is ordered (or tied within --indifference) with --stop-probability, or "
                                   "--max-calls is reached."),
-    batch_calls: int = typer.Option(ADAPTIVE.batch_calls, "--batch-calls", min=2, help="--adaptive: judge calls "
+    batch_calls: int = typer.Option(ADAPTIVE.batch_calls, "--batch-calls", rich_help_panel=PANEL_ADAPTIVE_JUDGING, min=2, help="--adaptive: judge calls "
                                     "per round (--samples-per-order caps the samples of each cell and order)."),
-    stop_probability: float = typer.Option(ADAPTIVE.stop_probability, "--stop-probability", min=0.0, max=1.0,
+    stop_probability: float = typer.Option(ADAPTIVE.stop_probability, "--stop-probability", rich_help_panel=PANEL_ADAPTIVE_JUDGING, min=0.0, max=1.0,
                                            help="--adaptive: stop when every adjacent pair of the NE ranking is "
                                            "settled with this probability."),
-    indifference: float = typer.Option(ADAPTIVE.indifference, "--indifference", min=0.0, help="--adaptive: two "
+    indifference: float = typer.Option(ADAPTIVE.indifference, "--indifference", rich_help_panel=PANEL_ADAPTIVE_JUDGING, min=0.0, help="--adaptive: two "
                                        "models whose NE ratings differ by at most this need not be ordered to stop."),
-    explore: float = typer.Option(ADAPTIVE.explore, "--explore", min=0.0, max=1.0, help="--adaptive: share of each "
+    explore: float = typer.Option(ADAPTIVE.explore, "--explore", rich_help_panel=PANEL_ADAPTIVE_JUDGING, min=0.0, max=1.0, help="--adaptive: share of each "
                                   "batch drawn uniformly at random; the rest goes to the cells of highest priority."),
-    seed: int = typer.Option(ADAPTIVE.seed, "--seed", help="--adaptive: seed of the design, the replicates and "
+    seed: int = typer.Option(ADAPTIVE.seed, "--seed", rich_help_panel=PANEL_ADAPTIVE_JUDGING, help="--adaptive: seed of the design, the replicates and "
                              "tie-breaks."),
 ) -> None:
     """Judge the missing (prompt, model pair, order, sample) cells with an LLM judge; resumable."""

@@ -35,7 +35,7 @@ from eqarena.options import (
 
 OUT = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP)
 SOURCE = typer.Option(DEFAULT_DATASET, "--dataset", "-d", help="Bundled dataset name or directory.")
-JUDGE = typer.Option(DEFAULT_JUDGE, "--judge", "-j", help="prd:<judge> or all-prd (recorded PRD judgments, no "
+JUDGE = typer.Option(DEFAULT_JUDGE, "--judge", "-j", help="`prd:<judge>` or all-prd (recorded PRD judgments, no "
                      "API calls), or a provider spec such as openai:MODEL (judges missing cells only).")
 METHODS = typer.Option(None, "--methods", "-m", help=METHODS_HELP)
 MISSING = typer.Option("refuse", "--missing", help=MISSING_HELP)
@@ -134,7 +134,7 @@ def refresh(
 
 @cli_errors()
 def serve(
-    cron: str = typer.Option("0 3 * * *", "--cron", help="When to refresh (cron syntax, UTC), e.g. '0 3 * * *' "
+    cron: str = typer.Option("0 3 * * *", "--cron", help="When to refresh (cron syntax, UTC), e.g. `0 3 * * *` "
                              "for 03:00 every night."),
     name: str = typer.Option("eqarena-refresh", "--name", help="Deployment name (trigger it with `prefect "
                              "deployment run 'refresh/NAME'`)."),

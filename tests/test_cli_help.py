@@ -1,0 +1,43 @@
+"""Every `--help` reads at 80 columns: option names whole, placeholders instead of Python types."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from eqarena.cli.app import app
+
+
+def _commands(group, path=()):
+    for name, command in sorted(group.commands.items()):
+        if hasattr(command, "commands"):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+COMMANDS = list(_commands(typer.main.get_command(app)))
+
+
+@pytest.mark.parametrize("path, command", COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
+def test_help_at_80_columns_shows_every_option_whole(path, command):
+    shown = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    words = set(re.findall(r"--[a-z][a-z-]*", shown.output))
+    for param in command.params:
+        for name in (*param.opts, *param.secondary_opts):
+            if name.startswith("--"):
+                assert name in words, f"{' '.join(path)}: {name} is cut or missing"
+    assert not re.search(r"<(str|bool|int|float|list|Path|int range|float range)\b", shown.output), shown.output
+
+
+def test_version():
+    from importlib.metadata import version
+
+    shown = CliRunner().invoke(app, ["--version"])
+    assert shown.exit_code == 0 and shown.output.strip() == f"eqarena {version('eqarena')}"
