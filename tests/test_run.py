@@ -46,6 +46,8 @@ def test_run_prints_where_the_results_are(demo):
     assert Path(report_line.group(1)).parent == (tmp / "out").resolve()
     for model in MODELS:
         assert model in stdout
+    # The answer first: the headline sentence comes before the table and the file locations.
+    assert stdout.index("Best model by NE: gpt4 (") < stdout.index("model ratings, run") < db_line.start()
 
 
 def test_latest_model_ratings_answers_a_plain_select_from_another_process(demo):

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from contextlib import closing
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_changes, warehouse_file
+from eqarena.cli.output import print_changes
 from eqarena.cli.support import DB_HELP, SOURCE_HELP, WAIT, cli_errors, db_option, options_errors, run_pipeline
 from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions
 

@@ -128,7 +128,7 @@ def refresh(
     with cli_errors(*main_job_errors()):
         summary = run_pipeline("refresh", options, db_option(db), wait)
     if summary.new_rate_run:  # read while the refresh held the warehouse: another run may write it now
-        print_model_ratings(db, summary.rate_run_id, summary.model_ratings)
+        print_model_ratings(db, summary.rate_run_id)
     typer.echo(summary.line())
 
 

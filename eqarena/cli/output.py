@@ -6,42 +6,53 @@ from contextlib import closing
 from pathlib import Path
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from eqarena import warehouse
 from eqarena.judge.plan import PlanSummary
-from eqarena.warehouse.ratings import RatingRow, read_ratings
 
 
 def warehouse_file(db: Path | None) -> Path:
     return warehouse.resolve_db_path(db).resolve()
 
 
-def print_model_ratings(db: Path | None, run_id: str, rows: list[RatingRow] | None = None) -> None:
-    """A table of the run's model ranks and ratings per method (`rows`: the run's king ratings as read
-    already, else read from the warehouse)."""
-    from eqarena.methods import label, ordered
+def print_model_ratings(db: Path | None, run_id: str) -> None:
+    """The answer first (eqarena/report/verdict.py), then a table of the run's models ordered by the
+    headline method: its rating, 95% interval and P(top 1), and every method's rank (rating)."""
+    from eqarena.methods import format_rating, label, ordered
+    from eqarena.report.verdict import verdict
+    from eqarena.warehouse.ratings import read_rating_table
 
-    if rows is None:
-        with closing(warehouse.connect(db, read_only=True)) as con:
-            rows = [r for r in read_ratings(con, run_id) if r.player == "king"]
-    methods = ordered({r.method for r in rows})
-    by = {(r.method, r.action): r for r in rows}
-    models = sorted({r.action for r in rows}, key=lambda m: [by[(k, m)].rank if (k, m) in by else 99 for k in methods])
-    table = Table(title=f"model ratings, run {run_id}", caption="rank (rating) per method")
-    table.add_column("model")
-    for m in methods:
-        table.add_column(label(m), justify="right")
-    for model in models:
-        table.add_row(model, *[_rank_cell(by[(m, model)]) if (m, model) in by else "–" for m in methods])
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        rows = read_rating_table(con, run_id)
+    answer = verdict(rows)
+    methods = ordered(rows["method"].unique().to_list())
+    by = {(r["method"], r["action"]): r for r in rows.iter_rows(named=True)}
+    headline = [r["action"] for r in rows.filter(rows["method"] == answer.method).sort("rank", "action")
+                .iter_rows(named=True)]
+    table = Table(title=f"model ratings, run {run_id}", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption=f"ordered by {label(answer.method)}; interval and P(top 1) over resampled prompts")
+    table.add_column("model", no_wrap=True)
+    table.add_column("rank", justify="right")
+    table.add_column(label(answer.method), justify="right", no_wrap=True)
+    table.add_column("95% interval", justify="right", no_wrap=True)
+    table.add_column("P(top 1)", justify="right", no_wrap=True)
+    others = [m for m in methods if m != answer.method]
+    if others:
+        table.add_column("ranks by " + " / ".join(label(m) for m in others), justify="center")
+    for model in headline:
+        head = by[(answer.method, model)]
+        interval = (f"[{format_rating(answer.method, head['ci_lo'])}, {format_rating(answer.method, head['ci_hi'])}]"
+                    if head["ci_lo"] is not None and head["ci_hi"] is not None else "–")
+        top1 = f"{head['p_top1']:.0%}" if head["p_top1"] is not None else "–"
+        ranks = " / ".join(str(by[(m, model)]["rank"]) if (m, model) in by else "–" for m in others)
+        table.add_row(model, str(head["rank"]), format_rating(answer.method, head["rating"]), interval, top1,
+                      *([ranks] if others else []))
+    for line in answer.lines:
+        typer.echo(line)
     Console().print(table)
-
-
-def _rank_cell(row: RatingRow) -> str:
-    from eqarena.methods import format_rating
-
-    return f"{row.rank} ({format_rating(row.method, row.rating)})"
 
 
 def print_changes(kind: str, summary) -> None:

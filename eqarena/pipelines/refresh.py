@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from eqarena.methods import parse_methods
 from eqarena.options import IngestOptions, MainJobOptions, as_parameters
@@ -27,14 +26,10 @@ from eqarena.tasks.refresh import (
     current_analyses,
     find_current_rate_run,
     fingerprint_rate_inputs,
-    read_model_ratings,
     writing_the_warehouse,
 )
 from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
-
-if TYPE_CHECKING:
-    from eqarena.warehouse.ratings import RatingRow
 
 
 @dataclass(frozen=True)
@@ -47,7 +42,6 @@ class RefreshSummary:
     report_path: Path
     db_path: Path
     steps: dict[str, str] = field(default_factory=dict)  # step -> what it did
-    model_ratings: list[RatingRow] = field(default_factory=list)  # the rate run's king ratings, read under the lock
 
     @property
     def unchanged(self) -> bool:
@@ -108,8 +102,7 @@ def refresh(options: MainJobOptions = MainJobOptions(), db: str | None = None,
 
         summary = RefreshSummary(run_id=log.run_id, rate_run_id=rate_run_id, new_rate_run=new_rate_run,
                                  judge_calls=judge_calls, new_rows=new_rows, report_path=report_path,
-                                 db_path=warehouse_path(db), steps=steps,
-                                 model_ratings=read_model_ratings(db, rate_run_id))
+                                 db_path=warehouse_path(db), steps=steps)
         parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rate_run_id,
                       "new_rate_run": new_rate_run, "judge_calls": judge_calls}
         log.finish(parameters=parameters, data_fingerprint=inputs.fingerprint, message=summary.line())

@@ -12,7 +12,6 @@ from eqarena.orchestration.steps import run_logger, step
 from eqarena.options import RateOptions
 from eqarena.tasks.assemble import expand_judges
 from eqarena.warehouse.analyses import latest_analysis
-from eqarena.warehouse.ratings import RatingRow, read_ratings
 from eqarena.warehouse.runs import matching_rate_run
 from eqarena.warehouse.tensor import assemble_tensor, available_judges
 from eqarena.warehouse.connection import lock_wait_s
@@ -65,10 +64,3 @@ def current_analyses(db: str | None, rate_run_id: str, kinds: tuple[str, ...]) -
     """Those of the analyses `kinds` the rate run has a finished run of."""
     with closing(warehouse.connect(db, read_only=True)) as con:
         return tuple(kind for kind in kinds if latest_analysis(con, kind, rate_run_id))
-
-
-@step("read_model_ratings")
-def read_model_ratings(db: str | None, rate_run_id: str) -> list[RatingRow]:
-    """The rate run's model (king) ratings."""
-    with closing(warehouse.connect(db, read_only=True)) as con:
-        return [r for r in read_ratings(con, rate_run_id) if r.player == "king"]
