@@ -4,6 +4,7 @@ warehouse. Parsed with html.parser; figures are decoded and checked to be PNG im
 from __future__ import annotations
 
 import base64
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -128,7 +129,10 @@ def test_every_section_and_figure_is_present(rated):
     _, result, path = rated
     assert path.name == f"eqarena-{result.run_id}.html"
     report = _parse(path)
-    assert list(report.sections) == list(SECTIONS)
+    assert list(report.sections) == ["verdict", *SECTIONS]  # the answer first
+    assert not report.sections["verdict"]["figures"]
+    html = path.read_text(encoding="utf-8")
+    assert re.search(r'<section id="verdict".*?<p>(Best model by NE: |\S.* tie first by NE )', html)
     for key, heading in SECTIONS.items():
         section = report.sections[key]
         assert set(section["figures"]) == FIGURES[key], key

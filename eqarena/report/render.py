@@ -7,11 +7,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+import polars as pl
 
 from eqarena import methods as methods_registry
 from eqarena.report import figures
 from eqarena.report import html as page
-from eqarena.report.analyses import CLONES_TITLE, RISK_TITLE, CloneReport, RiskReport, clones_section, risk_section
+from eqarena.report.analyses import (
+    CLONES_TITLE,
+    RISK_TITLE,
+    CloneReport,
+    RiskReport,
+    clones_section,
+    risk_section,
+)
+from eqarena.report.verdict import verdict
 from eqarena.warehouse.ratings import (
     Coverage,
     EquilibriumRow,
@@ -60,7 +69,9 @@ class ReportData:
 _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2rem auto; max-width: 1200px;
        color: #222; line-height: 1.45; padding: 0 1rem; }
-h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 0.2rem; margin-top: 2.4rem; }
+h1 { margin-bottom: 0.2rem; }
+.verdict { background: #f3f7fb; border-left: 4px solid #4c72b0; padding: 0.2rem 1rem 0.4rem; margin: 1rem 0; }
+.verdict h2 { border: none; margin-top: 0.6rem; } .verdict p { margin: 0.3rem 0; font-size: 1.05rem; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 0.2rem; margin-top: 2.4rem; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.88rem; }
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.55rem; text-align: right; }
 th { background: #f4f4f4; } td.name, th.name { text-align: left; }
@@ -320,10 +331,28 @@ def render_html(d: ReportData) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>eqarena report — {page.escape(params.get('dataset'))} — {page.escape(run.run_id)}</title>"
         f"<style>{_CSS}</style></head><body>"
-        f"<h1>eqarena ratings: {page.escape(params.get('dataset'))}</h1>{meta}{nav}{body}"
+        f"<h1>eqarena ratings: {page.escape(params.get('dataset'))}</h1>{meta}{_verdict_panel(d)}{nav}{body}"
         f'<footer class="meta"><p>Method: Liu et al., Re-evaluating Open-ended Evaluation of Large Language '
         f"Models (ICLR 2025). Versions: {page.escape(versions)}.</p></footer></body></html>\n"
     )
+
+
+def _verdict_panel(d: ReportData) -> str:
+    """The answer first: who is best by the headline method, how sure, whether the methods agree."""
+    kings = [r for r in d.ratings if r.player == "king"]
+    if not kings:
+        return ""
+    intervals = {(i.method, i.model_id): i for i in d.intervals if i.scheme == "prompts"}
+    table = pl.DataFrame(
+        [(r.method, r.action, r.rank, r.rating,
+          r.ci_lo if r.ci_lo is not None else getattr(intervals.get((r.method, r.action)), "lo", None),
+          r.ci_hi if r.ci_hi is not None else getattr(intervals.get((r.method, r.action)), "hi", None),
+          getattr(intervals.get((r.method, r.action)), "p_top1", None)) for r in kings],
+        schema={"method": pl.Utf8, "action": pl.Utf8, "rank": pl.Int64, "rating": pl.Float64, "ci_lo": pl.Float64,
+                "ci_hi": pl.Float64, "p_top1": pl.Float64}, orient="row")
+    lines = verdict(table).lines
+    return ('<section id="verdict" class="verdict"><h2>Verdict</h2>'
+            + "".join(f"<p>{page.escape(line)}</p>" for line in lines) + "</section>")
 
 
 def _when(value) -> str:
