@@ -1,8 +1,9 @@
 """The temporary Prefect API a command starts (eqarena/orchestration/prefect_api.py) is gone within 2 s of
 the command's exit however the command ends: SIGTERM, SIGINT, kill -9, or Ctrl-C in a terminal (SIGINT to
 the command's whole process group); and it is the command's own server, not one Prefect started itself.
-Real `eqarena judge` and `eqarena refresh` subprocesses, judging against a local fake server that holds
-every request, so the command is mid-flow when it is stopped."""
+An interrupted command leaves no "nanobind: leaked" text either. Real `eqarena judge` and `eqarena
+refresh` subprocesses, judging against a local fake server that holds every request, so the command is
+mid-flow when it is stopped."""
 
 from __future__ import annotations
 
@@ -115,27 +116,32 @@ def _stop_and_measure(command: subprocess.Popen, judge: FakeLLMServer, how: str)
     assert command.returncode != 0
 
 
+def _start(argv: list[str], tmp_path: Path) -> subprocess.Popen:
+    """The command in its own process group (a terminal's foreground job), stderr to tmp_path/stderr."""
+    with open(tmp_path / "stderr", "wb") as stderr:
+        return subprocess.Popen(argv, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=stderr,
+                                start_new_session=True)
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL", "ctrl-c"])
 def test_the_temporary_api_of_a_stopped_judge_command_goes_with_it(tmp_path, held_judge, how):
     db = tmp_path / "w.duckdb"
     con = warehouse.connect(db)
     plant_dataset(con, "toy", ["p1", "p2"], list(QUALITY))
     con.close()
-    command = subprocess.Popen(
-        [str(EQARENA), "judge", "-j", f"openai-compatible:j@{held_judge.openai_base_url}", "-d", "toy", "--db", str(db)],
-        env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    command = _start([str(EQARENA), "judge", "-j", f"openai-compatible:j@{held_judge.openai_base_url}", "-d", "toy",
+                      "--db", str(db)], tmp_path)
     try:
         _stop_and_measure(command, held_judge, how)
     finally:
         if command.poll() is None:
             command.kill()
+    assert "nanobind" not in (tmp_path / "stderr").read_text()  # nothing of DuckDB left alive at exit
 
 
 def test_the_temporary_api_of_a_killed_refresh_goes_with_it(tmp_path, held_judge):
-    command = subprocess.Popen(
-        [str(EQARENA), "refresh", "-j", f"openai-compatible:j@{held_judge.openai_base_url}", "-d", "vicuna80",
-         "--samples-per-order", "1", "--yes", "--db", str(tmp_path / "w.duckdb")],
-        env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    command = _start([str(EQARENA), "refresh", "-j", f"openai-compatible:j@{held_judge.openai_base_url}", "-d",
+                      "vicuna80", "--samples-per-order", "1", "--yes", "--db", str(tmp_path / "w.duckdb")], tmp_path)
     try:
         _stop_and_measure(command, held_judge, "SIGKILL")
     finally:

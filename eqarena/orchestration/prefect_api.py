@@ -30,6 +30,8 @@ from contextlib import ExitStack
 
 import httpx
 
+from eqarena.orchestration.prefect_exit import release_prefect_at_exit
+
 STOP_GRACE_S = 1.0  # an idle server stops in about 0.2 s after SIGTERM
 
 # Runs in the server's process before uvicorn: ask to be killed when the parent dies, and give up at
@@ -119,15 +121,18 @@ _temporary_url: list[str] = []
 
 def ensure_prefect_api() -> str | None:
     """Make this process's flows report to the configured Prefect API, or else to a temporary one
-    started for it (module docstring), for the rest of the process. Returns the temporary API's URL
-    (None when an API is configured); idempotent."""
+    started for it (module docstring), for the rest of the process, and free what Prefect holds at
+    exit (eqarena/orchestration/prefect_exit.py). Returns the temporary API's URL (None when an API is
+    configured); idempotent."""
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
     settings = get_current_settings()
     if settings.api.url:
+        release_prefect_at_exit()
         return _temporary_url[0] if _temporary_url else None
     timeout = float(settings.server.ephemeral.startup_timeout_seconds)
     _, url = start_temporary_api(timeout)
+    release_prefect_at_exit()  # registered after the server's stop, so it runs before it
     _temporary.enter_context(temporary_settings(updates={PREFECT_API_URL: url}))
     _temporary_url.append(url)
     return url
