@@ -7,6 +7,7 @@ mid-flow when it is stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -102,16 +103,21 @@ def _stop_and_measure(command: subprocess.Popen, judge: FakeLLMServer, how: str)
     and everything else the command started stop within 2 s of the command's exit."""
     server = _judging(command, judge)
     started = psutil.Process(command.pid).children(recursive=True)  # the server and anything else it started
-    with _request_in_flight(server):
-        if how == "ctrl-c":
-            os.killpg(command.pid, signal.SIGINT)  # what a terminal sends to its foreground process group
-        else:
-            command.send_signal(getattr(signal, how))
-        command.wait(timeout=60)  # before the server had its own session, Ctrl-C took 77 s here
-        exited = time.monotonic()
-        while any(_running(p) for p in started) and time.monotonic() < exited + 2.0:
-            time.sleep(0.02)
-        left = [p.pid for p in started if _running(p)]
+    try:
+        with _request_in_flight(server):
+            if how == "ctrl-c":
+                os.killpg(command.pid, signal.SIGINT)  # what a terminal sends to its foreground process group
+            else:
+                command.send_signal(getattr(signal, how))
+            command.wait(timeout=60)  # before the server had its own session, Ctrl-C took 77 s here
+            exited = time.monotonic()
+            while any(_running(p) for p in started) and time.monotonic() < exited + 2.0:
+                time.sleep(0.02)
+            left = [p.pid for p in started if _running(p)]
+    finally:
+        for process in started:  # a failed check leaves no orphan behind
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
     assert not left, f"still running 2 s after the command's exit ({how}): {left} (API server {server.pid})"
     assert command.returncode != 0
 
