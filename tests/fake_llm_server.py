@@ -16,7 +16,8 @@ Faults (chat / generate requests only): with probability `fault_rate` a request 
 when n > 1) | 'ignore' (one sample whatever n). `rpm_limit` answers 429 beyond a per-second leaky bucket.
 `fault_first` makes the first requests fail in turn through `fault_kinds`; `require_key` answers 401
 (echoing the key it got) to a request without that key. `hold_after` parks every chat request after
-that many successful ones until `release()`.
+that many successful ones until `release()`. `stop()` then `start()` again is a server going away and
+coming back at the same address.
 
 The server runs its own asyncio loop in a daemon thread; it speaks HTTP/1.1 via h11 over asyncio
 streams (which is what lets it reset a connection). Counters are read with `snapshot()`.
@@ -142,7 +143,7 @@ class FakeLLMServer:
         self._gate: asyncio.Event | None = None
         self._reject_held = False
         self._tasks: set[asyncio.Task] = set()
-        self.port = 0
+        self.port = 0  # a free port, chosen at the first start and kept by later ones
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -162,7 +163,7 @@ class FakeLLMServer:
             asyncio.set_event_loop(self._loop)
             self._gate = asyncio.Event()
             self._server = self._loop.run_until_complete(
-                asyncio.start_server(self._serve_connection, "127.0.0.1", 0, backlog=1024)
+                asyncio.start_server(self._serve_connection, "127.0.0.1", self.port, backlog=1024)
             )
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()

@@ -1,11 +1,12 @@
 """Every documented error path of the `eqarena` console script, each in its own process: exit code 1,
-stderr exactly one `error: ...` line (no traceback, no DuckDB "leaked instance" noise at interpreter
-exit, no Prefect shutdown message), nothing on stdout."""
+stderr exactly one `error: ...` line (no traceback, no DuckDB "nanobind: leaked instance" noise at
+interpreter exit, no Prefect shutdown message), nothing on stdout."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from eqarena import warehouse
 from eqarena.cli.app import app
 from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
 
+from fake_llm_server import FakeLLMServer
 from ingest_inputs import write_arena_dir
 
 EQARENA = Path(sys.executable).with_name("eqarena")
@@ -88,6 +90,7 @@ def _run(args: list[str], places: dict, env: dict) -> subprocess.CompletedProces
 
 def _assert_one_line_error(result: subprocess.CompletedProcess, expected: str) -> None:
     lines = result.stderr.splitlines()
+    assert "nanobind" not in result.stderr, result.stderr
     assert result.returncode == 1, result.stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert expected in lines[0], lines[0]
@@ -111,6 +114,27 @@ def test_error_after_a_temporary_prefect_server_is_still_one_line(warehouses):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     result = _run(["rate", "-j", "prd:nobody", "-d", "arena", "--db", "{one}"], warehouses, env)
     _assert_one_line_error(result, "prd:nobody")
+
+
+@pytest.mark.parametrize("spec, keys", [("openai-compatible:judge@{url}/v1", {}),
+                                        ("gemini:gemini-2.0-flash@{url}", {"GEMINI_API_KEY": "wrong-key-000000"})],
+                         ids=["openai-compatible", "gemini"])
+@pytest.mark.parametrize("prefect_logging", ["INFO", "WARNING"])
+def test_a_refused_key_is_one_line(warehouses, tmp_path, spec, keys, prefect_logging):
+    """HTTP 401 from the provider inside the judge flow. Prefect kept the failed run's context (its
+    parameters, the judge runner and its DuckDB connection; the exception and its frames) until the
+    interpreter tore down its modules, which printed ~40 lines of "nanobind: leaked ..."; where the run's
+    context was kept depends on what Prefect logged first, hence both logging levels."""
+    from prefect.settings import get_current_settings
+
+    db = shutil.copy(warehouses["one"], tmp_path / "one.duckdb")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    env.update(keys, PREFECT_API_URL=str(get_current_settings().api.url), PREFECT_LOGGING_LEVEL=prefect_logging)
+    with FakeLLMServer(require_key="the-right-key") as server:
+        result = _run(["judge", "-j", spec.format(url=server.url), "-d", "arena", "--db", str(db)], warehouses, env)
+        assert server.snapshot().requests >= 1
+    _assert_one_line_error(result, "refused the request")
+    assert "(HTTP 401)" in result.stderr
 
 
 def test_judge_and_rate_use_the_only_dataset_and_say_so(warehouses, tmp_path):

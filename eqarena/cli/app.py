@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import traceback
 
 import typer
 
@@ -62,9 +64,13 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupted)
     try:
         app()
-    except BaseException as exc:  # an unexpected error: its traceback, then nothing else
+    except SystemExit as exc:  # how every command ends: done, an `error:` line, or interrupted (130)
         release_frames(exc)
         raise
+    except BaseException as exc:  # an unexpected error: its traceback, then nothing else
+        traceback.print_exc()
+        release_frames(exc)
+        sys.exit(1)
 
 
 def _interrupted(signum, frame) -> None:

@@ -73,15 +73,31 @@ WAIT = typer.Option(None, "--wait", min=0.0, metavar="SECONDS", callback=apply_w
 
 
 def release_frames(exc: BaseException) -> None:
-    """Free what the failed call's frames hold (DuckDB connections among them). Prefect keeps a failed
-    run's exception, and with it every frame of its traceback: a connection still alive at interpreter
-    exit makes DuckDB's bindings print a page of "leaked instance" warnings after the error message."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        traceback.clear_frames(exc.__traceback__)
-        exc = exc.__cause__ or exc.__context__
+    """Drop the tracebacks of a failed command's errors, once reported, and free what their frames held:
+    a DuckDB connection (or a jaxlib array) still alive at interpreter exit makes its bindings print a
+    page of "nanobind: leaked instance" warnings after the error message. Whoever keeps an exception
+    keeps its frames (Prefect keeps a failed task's until exit, eqarena/orchestration/prefect_exit.py),
+    and clearing them is not enough: in Python 3.11 a cleared frame still holds its function, and a
+    closure over a judge runner holds the runner's connection."""
+    for error in _chain(exc):
+        traceback.clear_frames(error.__traceback__)
+        error.__traceback__ = None
     gc.collect()
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, its causes and contexts, and the members of exception groups among them."""
+    todo: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while todo:
+        error = todo.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        yield error
+        todo += [error.__cause__, error.__context__]
+        if isinstance(error, BaseExceptionGroup):
+            todo += error.exceptions
 
 
 class _NotPrefect(logging.Filter):

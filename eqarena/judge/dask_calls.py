@@ -81,6 +81,7 @@ class RemoteFailure:
     status: int | None = None
     network: bool = False
     fatal: bool = False
+    refused: bool = False  # connection refused: nothing listens at the judge's address
     retry_after_s: float | None = None
 
 
@@ -135,7 +136,7 @@ def judge_call(spec: JudgeSpec, messages: Messages, n: int, options: GenerationO
         return CallOutcome(failure=RemoteFailure(
             description=provider.describe(exc), status=provider.status_of(exc),
             network=provider.is_network_error(exc), fatal=provider.is_fatal(exc),
-            retry_after_s=retry_after_seconds(exc)))
+            refused=provider.is_refused(exc), retry_after_s=retry_after_seconds(exc)))
     return CallOutcome(completion=completion, latency_s=time.perf_counter() - started)
 
 
@@ -216,6 +217,10 @@ class DaskProvider(Provider):
 
     def is_fatal(self, exc: BaseException) -> bool:
         return isinstance(exc, RemoteCallError) and exc.failure.fatal
+
+    def is_refused(self, exc: BaseException) -> bool:
+        # only the judge's refusals: a refused connection to the Dask scheduler is a lost worker, retried
+        return isinstance(exc, RemoteCallError) and exc.failure.refused
 
     def describe(self, exc: BaseException) -> str:
         if isinstance(exc, RemoteCallError):

@@ -49,6 +49,10 @@ class FatalProviderError(RuntimeError):
     """The provider refuses every request (bad key, no access, unknown model): the run stops."""
 
 
+class JudgeUnreachableError(FatalProviderError):
+    """Nothing listens at the judge's address (connection refused): the run stops."""
+
+
 @dataclass(frozen=True)
 class JudgeSpec:
     """A parsed --judge spec. `judge_id` (PROVIDER:MODEL) is what judgments record."""
@@ -96,6 +100,39 @@ class Completion:
     texts: tuple[str, ...]
     tokens_in: int | None
     tokens_out: int | None
+
+
+OPENAI_URL = "https://api.openai.com/v1"
+GEMINI_URL = "https://generativelanguage.googleapis.com"
+
+
+def base_url(spec: JudgeSpec) -> str:
+    """The address a spec's requests go to: its @BASE_URL, else the SDK's default (or the SDK's
+    environment variable for it)."""
+    if spec.base_url:
+        return spec.base_url
+    if spec.provider == "gemini":
+        return os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_URL
+    return os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+
+
+def connection_refused(exc: BaseException) -> bool:
+    """Whether `exc` comes from a refused connection (nothing listens at the address): a
+    ConnectionRefusedError among its causes and contexts, or in an exception group among them (a
+    host name with several addresses fails with one error per address)."""
+    todo: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while todo:
+        error = todo.pop()
+        if error is None or id(error) in seen:
+            continue
+        if isinstance(error, ConnectionRefusedError):
+            return True
+        seen.add(id(error))
+        todo += [error.__cause__, error.__context__]
+        if isinstance(error, BaseExceptionGroup):
+            todo += error.exceptions
+    return False
 
 
 def _headers_of(exc: BaseException):
@@ -160,6 +197,14 @@ class Provider(ABC):
 
     def is_fatal(self, exc: BaseException) -> bool:
         return self.status_of(exc) in FATAL_STATUS
+
+    def is_refused(self, exc: BaseException) -> bool:
+        """The connection was refused: no server listens at the judge's address."""
+        return connection_refused(exc)
+
+    @property
+    def base_url(self) -> str:
+        return base_url(self.spec)
 
     def rejects_multiple_samples(self, exc: BaseException, n: int) -> bool:
         """The request was refused because it asked for several samples (HTTP 400 with n > 1)."""

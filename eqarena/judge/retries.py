@@ -6,7 +6,7 @@ from typing import Callable
 
 import tenacity
 
-from eqarena.judge.providers import Provider, retry_after_seconds
+from eqarena.judge.providers import retry_after_seconds
 from eqarena.options import RetryPolicy
 
 
@@ -24,10 +24,12 @@ class wait_retry_after:
 
 
 def retrying(
-    provider: Provider, policy: RetryPolicy, on_retry: Callable[[BaseException], None] | None = None
+    worth_retrying: Callable[[BaseException], bool], policy: RetryPolicy,
+    on_retry: Callable[[BaseException], None] | None = None,
 ) -> tenacity.AsyncRetrying:
-    """An AsyncRetrying for `async for attempt in ...: with attempt: ...` that retries the provider's
-    transient failures and re-raises the last error once `policy.attempts` are used up."""
+    """An AsyncRetrying for `async for attempt in ...: with attempt: ...` that retries the failures
+    `worth_retrying` accepts (a provider's transient ones) and re-raises the last error once
+    `policy.attempts` are used up."""
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         if on_retry is not None and state.outcome is not None:
@@ -39,7 +41,7 @@ def retrying(
             tenacity.wait_exponential_jitter(initial=policy.initial_wait_s, max=policy.max_wait_s, jitter=policy.initial_wait_s),
             cap_s=policy.max_retry_after_s,
         ),
-        retry=tenacity.retry_if_exception(provider.is_transient),
+        retry=tenacity.retry_if_exception(worth_retrying),
         before_sleep=before_sleep,
         reraise=True,
     )

@@ -2,6 +2,12 @@
 limits (aiolimiter), retries that honour Retry-After (tenacity), caps on spend and calls, and every
 returned judgment handed at once to the warehouse write buffer.
 
+A refused connection (nothing listens at the judge's address) before the judge has answered once ends
+the run at once (`JudgeUnreachableError`): a wrong URL or a server not started is not worth minutes of
+retries. Once it has answered, a refused connection is retried like any network error (a server
+restarting comes back), and ends the run when a request has used up its retries still refused: every
+other request would wait as long for nothing.
+
 One `JudgeRunner` serves a whole flow run; the flow's chunk tasks call `judge(requests)` on it
 concurrently, so the limits, caps and buffer are shared.
 """
@@ -19,7 +25,7 @@ from eqarena.judge.budget import Budget
 from eqarena.judge.plan import PlannedRequest
 from eqarena.judge.pricing import Price
 from eqarena.judge.progress import JudgeProgress
-from eqarena.judge.providers import Completion, FatalProviderError, Provider
+from eqarena.judge.providers import Completion, FatalProviderError, JudgeUnreachableError, Provider
 from eqarena.judge.retries import retrying
 from eqarena.judge.rows import RowContext, error_rows, sample_rows
 from eqarena.judge.templates import Template
@@ -94,6 +100,7 @@ class JudgeRunner:
         self.stats = RunStats()
         self._rows = RowContext(provider.spec.judge_id, template, dataset, run_id)
         self.fatal: BaseException | None = None  # FatalProviderError, or a failed warehouse write
+        self.answered = False  # the judge has answered a request (module docstring: refused connections)
         self._semaphore = asyncio.Semaphore(limits.concurrency)
         self._rpm = rpm_limiter(limits.rpm) if limits.rpm else None
         self._tpm = AsyncLimiter(limits.tpm * limits.tpm_burst_s / 60.0, limits.tpm_burst_s) if limits.tpm else None
@@ -180,9 +187,8 @@ class JudgeRunner:
                 completion, latency = await self._call(messages, n, request.tokens_in)
             except Exception as exc:  # noqa: BLE001 - every provider failure is classified here
                 self.budget.release(estimate, n)
-                if self.provider.is_fatal(exc):
-                    self.fatal = self.fatal or FatalProviderError(
-                        f"judge {self.judge_id} refused the request: {self.provider.describe(exc)}")
+                if self.fatal is not None or self.provider.is_fatal(exc) or self.provider.is_refused(exc):
+                    self.fatal = self.fatal or self._fatal_error(exc)
                     self.stats.skipped_samples += len(asked) + len(todo)
                     return
                 if self.provider.rejects_multiple_samples(exc, n):
@@ -209,6 +215,23 @@ class JudgeRunner:
                 self.stats.reasked += again
                 self.progress.add_to_total(again)
 
+    def _fatal_error(self, exc: BaseException) -> FatalProviderError:
+        if not self.provider.is_refused(exc):
+            return FatalProviderError(f"judge {self.judge_id} refused the request: {self.provider.describe(exc)}")
+        where = self.provider.base_url
+        if not self.answered:
+            return JudgeUnreachableError(f"cannot reach the judge at {where}: connection refused")
+        attempts = f"{self.retry.attempts} attempt" + ("s" if self.retry.attempts != 1 else "")
+        return JudgeUnreachableError(f"the judge at {where} stopped answering: connection refused after {attempts}; "
+                                     "the judgments made are stored, run the same command again to continue")
+
+    def _worth_retrying(self, exc: BaseException) -> bool:
+        """Transient failures, but no refused connection before the judge answered once, and nothing once
+        the run has stopped for good."""
+        if self.fatal is not None or not self.provider.is_transient(exc):
+            return False
+        return self.answered or not self.provider.is_refused(exc)
+
     def _actual_cost(self, request: PlannedRequest, completion: Completion, samples: int) -> float:
         if self.price is None:
             return 0.0
@@ -221,7 +244,7 @@ class JudgeRunner:
         """One request with retries; every attempt waits for the concurrency slot and the rate limits."""
         tokens = tokens_in + n * self.template.expected_output_tokens
         async with self._semaphore:
-            async for attempt in retrying(self.provider, self.retry, on_retry=self._count_retry):
+            async for attempt in retrying(self._worth_retrying, self.retry, on_retry=self._count_retry):
                 with attempt:
                     if self._rpm is not None:
                         await self._rpm.acquire()
@@ -231,6 +254,7 @@ class JudgeRunner:
                     started = time.perf_counter()
                     completion = await self.provider.complete(messages, n, self.options)
                     latency = time.perf_counter() - started
+                    self.answered = True
         return completion, latency
 
     def _count_retry(self, exc: BaseException) -> None:

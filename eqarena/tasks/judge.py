@@ -21,7 +21,7 @@ from eqarena.judge.dask_calls import dask_provider
 from eqarena.judge.inputs import JudgeInputs, read_inputs
 from eqarena.judge.plan import JudgePlan, PlannedRequest, plan_missing
 from eqarena.judge.progress import JudgeProgress
-from eqarena.judge.providers import Provider, make_provider
+from eqarena.judge.providers import JudgeUnreachableError, Provider, make_provider
 from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.judge.setup import JudgeSetup
 from eqarena.messages import bounded
@@ -206,6 +206,11 @@ class JudgeSession:
             budget.settle(budget.reserved_usd, budget.reserved_samples, spent, stats.samples)
             stats.requests = sum(r.requests for r in results)
             return jobs, stats
+        except Exception as exc:
+            if provider.is_refused(exc):  # one line instead of the SDK's traceback
+                where = provider.base_url
+                raise JudgeUnreachableError(f"cannot reach the judge at {where}: connection refused") from exc
+            raise
         finally:
             await provider.aclose()
 
