@@ -137,6 +137,22 @@ def test_a_refused_key_is_one_line(warehouses, tmp_path, spec, keys, prefect_log
     assert "(HTTP 401)" in result.stderr
 
 
+def test_a_refused_key_in_the_main_job_is_one_line(warehouses, tmp_path):
+    """`eqarena run` with a provider judge runs its judge flow from a plain pipeline: Prefect's logs and
+    the failed task's traceback stay off the terminal, the error is one line."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "PREFECT_API_URL")}
+    env["EQARENA_PROGRESS"] = "0"
+    with FakeLLMServer(require_key="the-right-key") as server:
+        result = _run(["run", "-d", "{root}/arena", "-j", f"openai-compatible:judge@{server.url}/v1", "--yes",
+                       "--db", str(tmp_path / "w.duckdb"), "--out", str(tmp_path / "out")], warehouses, env)
+        assert server.snapshot().requests >= 1
+    lines = result.stderr.splitlines()
+    assert result.returncode == 1, result.stderr
+    assert lines[-1].startswith("error: ") and "refused the request" in lines[-1], result.stderr
+    assert len(lines) <= 3, result.stderr  # the plan's lines may come first; no logs, no traceback
+    assert "Traceback" not in result.stderr and "nanobind" not in result.stderr
+
+
 def test_judge_and_rate_use_the_only_dataset_and_say_so(warehouses, tmp_path):
     db = tmp_path / "arena-only.duckdb"
     runner = CliRunner()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
 import gc
-import logging
 import os
 import traceback
 from contextlib import contextmanager
@@ -100,43 +98,18 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
             todo += error.exceptions
 
 
-class _NotPrefect(logging.Filter):
-    """Lets every record through but Prefect's own (run states, tracebacks of failed tasks)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.name.startswith("prefect")
-
-
-_NOT_PREFECT = _NotPrefect()
-
-
 @contextmanager
 def quiet_prefect() -> Iterator[None]:
-    """Keep Prefect's console output (run states, tracebacks of failed tasks) off the terminal while a
-    flow runs from the command line: the command prints its own summary or one-line error. Warnings of
-    other libraries (JAX, DuckDB, ...) still reach the terminal. Flow-run logs still reach the Prefect
-    API (its handler is not the console's), so the UI shows them. Flows report to the configured
-    Prefect API, else to a temporary one that stops with the command (eqarena/orchestration/prefect_api.py)."""
-    from prefect.logging.handlers import PrefectConsoleHandler
-
+    """Run flows from the command line: Prefect's console output kept off the terminal
+    (eqarena/orchestration/console.py), flows reporting to the configured Prefect API, else to a
+    temporary one that stops with the command (eqarena/orchestration/prefect_api.py)."""
+    from eqarena.orchestration.console import prefect_console_quiet
     from eqarena.orchestration.prefect_api import TemporaryApiError, ensure_prefect_api
 
-    consoles = [h for h in logging.getLogger().handlers if isinstance(h, PrefectConsoleHandler)]
-    before = [h.level for h in consoles]
-    for handler in consoles:
-        handler.addFilter(_NOT_PREFECT)
-        handler.setLevel(max(handler.level, logging.WARNING))
-    try:
+    with prefect_console_quiet():
         with cli_errors(TemporaryApiError):
             ensure_prefect_api()
         yield
-    finally:
-        for handler, old_level in zip(consoles, before):
-            handler.removeFilter(_NOT_PREFECT)
-            handler.setLevel(old_level)
-            # Prefect reports from its exit handlers too (a temporary server stopping); atexit runs
-            # handlers last-in first-out, so this one silences them first.
-            atexit.register(handler.addFilter, _NOT_PREFECT)
 
 
 # Each command's pipeline (plain Python) and the Prefect flow that runs the same pipeline.
