@@ -239,9 +239,11 @@ def test_analyze_defaults_to_the_latest_rate_run_of_the_dataset(rated, tmp_path,
     from eqarena.flows.rate import rate_flow
     from eqarena.options import ImportFormat, ImportOptions
 
-    source, rate_run = rated
+    source, _ = rated
     db = str(tmp_path / "two-datasets.duckdb")
     shutil.copy(source, db)
+    (rate_run,), = query(db, "SELECT run_id FROM rate_runs WHERE dataset = 'vicuna80' "
+                         "ORDER BY finished_at DESC, started_at DESC, run_id DESC LIMIT 1")  # the newest
     toy = tmp_path / "toy.csv"
     toy.write_text("prompt_id,model_a,model_b,score\n" + "".join(
         f"p{p},{a},{b},{s}\np{p},{b},{a},{-s}\n" for p in range(3) for a, b, s in (("x", "y", 1), ("y", "z", 1),

@@ -101,7 +101,8 @@ def test_a_toy_method_runs_through_rate_report_and_clones(toys, prefect_harness,
     rated = cli.invoke(app, ["rate", "--methods", "ne,mean,cce-toy", "--judge", "prd:gpt4", "--bootstrap", "4",
                              "--db", db])
     assert rated.exit_code == 0, rated.output
-    assert "Mean payoff" in rated.stdout and "CCE toy" in rated.stdout  # the console table's columns
+    shown = " ".join(rated.stdout.split())
+    assert "ranks by Mean payoff / CCE toy" in shown  # the console table's caption names their columns
     run_id = re.search(r"run (rate-\S+) written", rated.stdout).group(1)
 
     methods = {m for (m,) in query(db, "SELECT DISTINCT method FROM ratings WHERE run_id = ?", [run_id])}

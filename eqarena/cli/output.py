@@ -32,16 +32,18 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     by = {(r["method"], r["action"]): r for r in rows.iter_rows(named=True)}
     headline = [r["action"] for r in rows.filter(rows["method"] == answer.method).sort("rank", "action")
                 .iter_rows(named=True)]
-    table = Table(title=f"model ratings, run {run_id}", box=box.SIMPLE_HEAD, pad_edge=False,
-                  caption=f"ordered by {label(answer.method)}; interval and P(top 1) over resampled prompts")
+    others = [m for m in methods if m != answer.method]
+    caption = f"ordered by {label(answer.method)}; interval and P(top 1) over resampled prompts"
+    if others:
+        caption += f"; ranks by {' / '.join(label(m) for m in others)}"
+    table = Table(title=f"model ratings, run {run_id}", box=box.SIMPLE_HEAD, pad_edge=False, caption=caption)
     table.add_column("model", no_wrap=True)
     table.add_column("rank", justify="right")
     table.add_column(label(answer.method), justify="right", no_wrap=True)
     table.add_column("95% interval", justify="right", no_wrap=True)
     table.add_column("P(top 1)", justify="right", no_wrap=True)
-    others = [m for m in methods if m != answer.method]
     if others:
-        table.add_column("ranks by " + " / ".join(label(m) for m in others), justify="center")
+        table.add_column("ranks", justify="center", no_wrap=True)
     for model in headline:
         head = by[(answer.method, model)]
         interval = (f"[{format_rating(answer.method, head['ci_lo'])}, {format_rating(answer.method, head['ci_hi'])}]"
