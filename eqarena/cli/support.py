@@ -13,6 +13,7 @@ import typer
 import duckdb
 
 from eqarena.datasets.records import DatasetError
+from eqarena.exceptions import exception_chain
 from eqarena.messages import bounded
 from eqarena.report.directory import ReportDirError
 from eqarena.warehouse.connection import (
@@ -77,25 +78,11 @@ def release_frames(exc: BaseException) -> None:
     keeps its frames (Prefect keeps a failed task's until exit, eqarena/orchestration/prefect_exit.py),
     and clearing them is not enough: in Python 3.11 a cleared frame still holds its function, and a
     closure over a judge runner holds the runner's connection."""
-    for error in _chain(exc):
+    for error in exception_chain(exc):
         traceback.clear_frames(error.__traceback__)
         error.__traceback__ = None
     gc.collect()
 
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """`exc`, its causes and contexts, and the members of exception groups among them."""
-    todo: list[BaseException | None] = [exc]
-    seen: set[int] = set()
-    while todo:
-        error = todo.pop()
-        if error is None or id(error) in seen:
-            continue
-        seen.add(id(error))
-        yield error
-        todo += [error.__cause__, error.__context__]
-        if isinstance(error, BaseExceptionGroup):
-            todo += error.exceptions
 
 
 @contextmanager

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import httpx2
 
+from eqarena.exceptions import exception_chain
 from eqarena.options import GenerationOptions
 
 PROVIDERS = ("openai", "gemini", "openai-compatible", "recorded")
@@ -120,19 +121,7 @@ def connection_refused(exc: BaseException) -> bool:
     """Whether `exc` comes from a refused connection (nothing listens at the address): a
     ConnectionRefusedError among its causes and contexts, or in an exception group among them (a
     host name with several addresses fails with one error per address)."""
-    todo: list[BaseException | None] = [exc]
-    seen: set[int] = set()
-    while todo:
-        error = todo.pop()
-        if error is None or id(error) in seen:
-            continue
-        if isinstance(error, ConnectionRefusedError):
-            return True
-        seen.add(id(error))
-        todo += [error.__cause__, error.__context__]
-        if isinstance(error, BaseExceptionGroup):
-            todo += error.exceptions
-    return False
+    return any(isinstance(error, ConnectionRefusedError) for error in exception_chain(exc))
 
 
 def _headers_of(exc: BaseException):

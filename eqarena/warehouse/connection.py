@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import psutil
 
+from eqarena.exceptions import exception_chain
 from eqarena.messages import bounded
 from eqarena.warehouse.runs import mark_abandoned_runs
 
@@ -141,13 +142,10 @@ _DAMAGE = (
 def unusable_warehouse(exc: BaseException, db_path: Path | str | None = None) -> WarehouseUnusableError | None:
     """The one-line WarehouseUnusableError a DuckDB error means, if it says the file is unusable
     (a directory, not DuckDB, damaged, unreadable or unwritable); None for any other error."""
-    seen = []
-    while exc is not None and exc not in seen:  # the cause may hide behind a failed clean-up's error
-        seen.append(exc)
-        found = _damage(exc, db_path) if isinstance(exc, duckdb.Error) else None
+    for error in exception_chain(exc):  # the cause may hide behind a failed clean-up's error
+        found = _damage(error, db_path) if isinstance(error, duckdb.Error) else None
         if found is not None:
             return found
-        exc = exc.__cause__ or exc.__context__
     return None
 
 
