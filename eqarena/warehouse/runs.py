@@ -131,7 +131,7 @@ def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[RunLine]
     gone = {run_id for run_id, _ in abandoned_runs(con)}
     rows = con.execute(
         "SELECT run_id, kind, status, started_at, finished_at, message FROM runs "
-        "QUALIFY row_number() OVER (ORDER BY started_at DESC) <= ? OR status IN ('running', 'abandoned') "
+        "QUALIFY row_number() OVER (ORDER BY started_at DESC) <= ? OR status = 'running' "
         "ORDER BY started_at DESC", [limit]).fetchall()
     return [RunLine(run_id, kind, "abandoned" if run_id in gone else status, started, finished, message)
             for run_id, kind, status, started, finished, message in rows]
