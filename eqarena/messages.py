@@ -35,3 +35,10 @@ def bounded(message: object) -> str:
 def _shortened_quoted(match: re.Match) -> str:
     quote, value = match.group(1), match.group(2)
     return f"{quote}{value[:VALUE_LIMIT]}…{quote} ({len(value):,} characters)"
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    n = int(n)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

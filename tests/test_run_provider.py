@@ -74,4 +74,5 @@ def test_run_judges_rates_and_reports_with_a_provider(prefect_harness, tmp_path,
     assert sum(server.counters.paid_samples.values()) == calls  # nothing judged twice
     assert again.rate_run_id != summary.rate_run_id
     assert again.analyses["risk"] == ["risk analysis skipped: it starts from the run's NE (rate with --methods ne)"]
-    assert len(again.analyses["clones"]) == 2  # the target (top bt model), then the bt verdict
+    (clones,) = again.analyses["clones"]  # one sentence: the BT ranking under copies of prompts
+    assert clones.startswith("Robustness: the BT ranking ") and "strong-1 is weakest on" in clones

@@ -56,7 +56,7 @@ def source_run(run: Optional[str], dataset: Optional[str], db: Optional[Path]) -
 
 def _finish(result, out: Path, db: Optional[Path]) -> None:
     """Print the analysis, then rewrite the rate run's report so it shows it."""
-    for line in result.summary:
+    for line in [result.headline, *result.summary]:
         typer.echo(line)
     typer.echo(f"{result.kind} run {result.run_id} (of rate run {result.source_run_id}, {result.seconds:.1f} s) "
                f"written to {warehouse_file(db)}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from contextlib import closing
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from rich.table import Table
 
 from eqarena import warehouse
 from eqarena.judge.plan import PlanSummary
+from eqarena.messages import shortened
 
 
 def warehouse_file(db: Path | None) -> Path:
@@ -25,8 +28,13 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     from eqarena.report.verdict import verdict
     from eqarena.warehouse.ratings import read_rating_table
 
+    from eqarena.report.diagnosis import diagnose
+    from eqarena.report.evidence import read_evidence
+    from eqarena.warehouse.ratings import read_run
+
     with closing(warehouse.connect(db, read_only=True)) as con:
         rows = read_rating_table(con, run_id)
+        evidence = read_evidence(con, run_id, read_run(con, run_id).parameters.get("dataset", ""))
     answer = verdict(rows)
     methods = ordered(rows["method"].unique().to_list())
     by = {(r["method"], r["action"]): r for r in rows.iter_rows(named=True)}
@@ -55,6 +63,31 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     for line in answer.lines:
         typer.echo(line)
     Console().print(table)
+    print_diagnosis(diagnose(evidence))
+
+
+def print_diagnosis(found) -> None:
+    """The headline method's warning signs (report/diagnosis.py), the method to read instead, and the
+    prompts deciding its equilibrium; nothing when there is no sign."""
+    from eqarena.methods import label
+
+    if not found.findings:
+        return
+    width = max(40, min(shutil.get_terminal_size().columns, 110))
+    count = len(found.findings)
+    typer.echo(f"Read the {label(found.method)} with care ({count} sign{'s' if count > 1 else ''}):")
+    for finding in found.findings:
+        typer.echo(textwrap.fill(finding, width, initial_indent="  - ", subsequent_indent="    "))
+    if found.advice:
+        typer.echo(textwrap.fill(found.advice, width, initial_indent="  ", subsequent_indent="  "))
+    if found.deciding:
+        typer.echo(f"  prompts deciding the {label(found.method)} (king's payoff against the rebel, -1 loss to "
+                   "+1 win; * imputed):")
+        for prompt in found.deciding:
+            cells = ", ".join(f"{k} vs {r} {u:+.2f}{'*' if imputed else ''}" for k, r, u, imputed in prompt.payoffs)
+            text = f' "{shortened(prompt.text, 50)}"' if prompt.text else ""
+            typer.echo(textwrap.fill(f"{prompt.prompt_id} (mass {prompt.mass:.0%}){text}: {cells}", width,
+                                     initial_indent="    ", subsequent_indent="      "))
 
 
 def print_changes(kind: str, summary) -> None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from time import perf_counter
 
 from eqarena.methods import parse_methods
+from eqarena.report.analysis_headlines import clone_headline, risk_headline
+from eqarena.report.verdict import headline_method
 from eqarena.options import CloneOptions, RiskOptions
 from eqarena.orchestration.steps import run_logger
 from eqarena.report.analyses import risk_sentence
@@ -27,8 +29,9 @@ class AnalysisResult:
     run_id: str
     kind: str
     source_run_id: str
-    summary: list[str] = field(default_factory=list)  # the lines the CLI prints
+    summary: list[str] = field(default_factory=list)  # the lines `eqarena analyze` prints
     seconds: float = 0.0
+    headline: str = ""  # one plain sentence: does this analysis put the ranking in doubt?
 
 
 def analyze_clones(options: CloneOptions = CloneOptions(), run_id: str | None = None,
@@ -54,9 +57,10 @@ def analyze_clones(options: CloneOptions = CloneOptions(), run_id: str | None = 
         message=f"{len(outcomes)} (variant, n, method) outcomes on {game.u_king.shape[0]} prompts")
     write_analysis_run(db, run, frames)
     summary += frames["clone_verdicts"]["verdict"].to_list()
-    for line in summary:
+    headline = clone_headline(frames["clone_robustness"], headline_method(list(options.methods)), options.target)
+    for line in [headline, *summary]:
         run_logger().info(line)
-    return AnalysisResult(run.run_id, "clones", game.run_id, summary, perf_counter() - t0)
+    return AnalysisResult(run.run_id, "clones", game.run_id, summary, perf_counter() - t0, headline)
 
 
 def analyze_risk(options: RiskOptions = RiskOptions(), run_id: str | None = None,
@@ -82,6 +86,9 @@ def analyze_risk(options: RiskOptions = RiskOptions(), run_id: str | None = None
     summary = [f"{len(pure)} pure-strategy Nash equilibria; {len(findings.exploitability)} distinct Nash "
                f"equilibria with exploitability <= {EQUILIBRIUM_TOL:g} among {options.equilibria} searched",
                risk_sentence(frames["risk_dominance"])]
-    for line in summary:
+    ratings = frames["risk_equilibrium_ratings"]
+    headline = risk_headline(frames["risk_dominance"], ratings.filter(ratings["player"] == "king"),
+                             frames["pure_nash_equilibria"]["king"].to_list())
+    for line in [headline, *summary]:
         run_logger().info(line)
-    return AnalysisResult(run.run_id, "risk", game.run_id, summary, perf_counter() - t0)
+    return AnalysisResult(run.run_id, "risk", game.run_id, summary, perf_counter() - t0, headline)

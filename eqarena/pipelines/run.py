@@ -59,8 +59,8 @@ def judge_missing(options: MainJobOptions, dataset: str, db: str | None = None) 
 
 def run_analyses(options: opts.AnalysesOptions, rate_run_id: str, methods: tuple[str, ...],
                  db: str | None = None, skip: tuple[str, ...] = ()) -> dict[str, list[str]]:
-    """The chosen robustness analyses of a rate run (those in `skip` are current already); risk needs
-    the run's NE and is skipped, with a line saying so, without it."""
+    """The chosen robustness analyses of a rate run (those in `skip` are current already), each summed
+    up in one plain sentence; risk needs the run's NE and is skipped, with a line saying so, without it."""
     summaries = {}
     for kind in options.run:
         if kind is Analysis.RISK and "ne" not in methods:
@@ -69,7 +69,7 @@ def run_analyses(options: opts.AnalysesOptions, rate_run_id: str, methods: tuple
         elif kind.value not in skip:
             analyse = analyze_clones(options.clones, rate_run_id, db) if kind is Analysis.CLONES else analyze_risk(
                 options.risk, rate_run_id, db)
-            summaries[kind.value] = analyse.summary
+            summaries[kind.value] = [analyse.headline]
     return summaries
 
 

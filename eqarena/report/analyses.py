@@ -9,6 +9,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from eqarena.messages import ordinal
 from eqarena.methods import ordered
 from eqarena.report import analysis_figures, figures
 from eqarena.report import html as page
@@ -64,9 +65,6 @@ def load_risk_report(con: duckdb.DuckDBPyConnection, rate_run_id: str) -> RiskRe
     return RiskReport(run_id, rows, models, king, store.read_pure_nash(con, run_id))
 
 
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 def clones_section(report: CloneReport, models: list[str]) -> str:
@@ -109,9 +107,9 @@ def risk_sentence(rows: pl.DataFrame) -> str:
     selected = rows.filter(pl.col("is_selected")).row(0, named=True)
     k = rows.height
     place = ("the least risky" if selected["rank_updated"] == 1
-             else f"the {_ordinal(selected['rank_updated'])} least risky")
+             else f"the {ordinal(selected['rank_updated'])} least risky")
     return (f"The selected NE (equilibrium {selected['equilibrium']}, the limiting logit equilibrium) is {place} "
-            f"of {k} Nash equilibria under the iterated priors ({_ordinal(selected['rank_uniform'])} under "
+            f"of {k} Nash equilibria under the iterated priors ({ordinal(selected['rank_uniform'])} under "
             f"uniform priors).")
 
 

@@ -20,6 +20,9 @@ from eqarena.report.analyses import (
     clones_section,
     risk_section,
 )
+from eqarena.report.analysis_headlines import report_headlines
+from eqarena.report.diagnosis import Diagnosis
+from eqarena.report.diagnosis_panel import diagnosis_html
 from eqarena.report.verdict import verdict
 from eqarena.warehouse.ratings import (
     Coverage,
@@ -64,6 +67,7 @@ class ReportData:
     risk: RiskReport | None = None
     intervals: list[IntervalRow] = field(default_factory=list)
     rank_probabilities: list[RankProbability] = field(default_factory=list)
+    diagnosis: Diagnosis | None = None
 
 
 _CSS = """
@@ -71,6 +75,7 @@ body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2r
        color: #222; line-height: 1.45; padding: 0 1rem; }
 h1 { margin-bottom: 0.2rem; }
 .verdict { background: #f3f7fb; border-left: 4px solid #4c72b0; padding: 0.2rem 1rem 0.4rem; margin: 1rem 0; }
+.diagnosis { border-top: 1px solid #c9d6e6; margin-top: 0.6rem; } .diagnosis h3 { margin: 0.5rem 0 0.2rem; font-size: 1rem; color: #8a4b08; }
 .verdict h2 { border: none; margin-top: 0.6rem; } .verdict p { margin: 0.3rem 0; font-size: 1.05rem; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 0.2rem; margin-top: 2.4rem; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.88rem; }
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.55rem; text-align: right; }
@@ -350,9 +355,10 @@ def _verdict_panel(d: ReportData) -> str:
           getattr(intervals.get((r.method, r.action)), "p_top1", None)) for r in kings],
         schema={"method": pl.Utf8, "action": pl.Utf8, "rank": pl.Int64, "rating": pl.Float64, "ci_lo": pl.Float64,
                 "ci_hi": pl.Float64, "p_top1": pl.Float64}, orient="row")
-    lines = verdict(table).lines
+    answer = verdict(table)
+    lines = [*answer.lines, *report_headlines(d.clones, d.risk, answer.method)]
     return ('<section id="verdict" class="verdict"><h2>Verdict</h2>'
-            + "".join(f"<p>{page.escape(line)}</p>" for line in lines) + "</section>")
+            + "".join(f"<p>{page.escape(line)}</p>" for line in lines) + diagnosis_html(d.diagnosis) + "</section>")
 
 
 def _when(value) -> str:

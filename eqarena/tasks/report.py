@@ -11,6 +11,8 @@ from eqarena.methods import ordered
 from eqarena.orchestration.steps import step
 from eqarena.report.directory import report_dir
 from eqarena.report.analyses import load_clone_report, load_risk_report
+from eqarena.report.diagnosis import diagnose
+from eqarena.report.evidence import read_evidence
 from eqarena.report.render import ReportData, render_html
 from eqarena.warehouse import ratings as store
 
@@ -61,6 +63,7 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
             risk=load_risk_report(con, run_id),
             intervals=store.read_rating_intervals(con, run_id),
             rank_probabilities=store.read_rank_probabilities(con, run_id),
+            diagnosis=diagnose(read_evidence(con, run_id, run.parameters.get("dataset", ""))),
         )
 
 

@@ -482,6 +482,16 @@ def read_payoffs(con: duckdb.DuckDBPyConnection, run_id: str, prompt_ids: Sequen
         {"run": run_id, "prompts": list(prompt_ids)}), PayoffCell)
 
 
+def read_payoff_cells(con: duckdb.DuckDBPyConnection, run_id: str, prompt_ids: Sequence[str], kings: Sequence[str],
+                      rebels: Sequence[str]) -> dict[tuple[str, str, str], tuple[float, bool]]:
+    """(u_king, imputed) of the given prompts, kings and rebels, keyed (prompt_id, king, rebel)."""
+    rows = con.execute(
+        "SELECT prompt_id, king, rebel, u_king, coalesce(imputed, false) FROM payoffs WHERE run_id = $run AND list_contains($prompts, prompt_id) "
+        "AND list_contains($kings, king) AND list_contains($rebels, rebel)",
+        {"run": run_id, "prompts": list(prompt_ids), "kings": list(kings), "rebels": list(rebels)}).fetchall()
+    return {(p, k, r): (float(u), bool(imputed)) for p, k, r, u, imputed in rows}
+
+
 def read_mean_payoffs(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, float]:
     """Mean u_king of each model over the run's prompts and opponents (view model_mean_payoffs)."""
     rows = con.execute("SELECT model_id, mean_payoff FROM model_mean_payoffs WHERE run_id = ?", [run_id]).fetchall()
