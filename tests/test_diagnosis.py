@@ -71,7 +71,8 @@ def test_a_model_ranked_far_apart_by_ne_and_bt_is_explained_from_its_mass_and_me
     found = diagnose(_evidence(_table(ne + bt), {"ne": {"king": (2, 8), "prompt": (10, 100)}}, mean=mean))
     assert any(f.startswith("m0 and m7 tie first") and "m7 80%, m0 20%" in f for f in found.findings)
     gap = next(f for f in found.findings if f.startswith("NE and BT disagree on m0"))
-    assert "1st of 8 by NE, 8th by BT" in gap and "mass 20%" in gap and "-0.500 (8th of 8)" in gap
+    assert "1st of 8 by NE, 8th by BT" in gap and "mass 20%" in gap
+    assert "by mean payoff over all prompts and opponents (-0.500) it is 8th of 8, nearer its BT place" in gap
 
 
 def test_a_model_rating_headline_is_not_diagnosed():
@@ -172,3 +173,17 @@ def test_a_baseline_only_preference_table_is_rated_exactly_and_its_odd_answer_ex
     panel = html[html.index('id="verdict"'):html.index("</section>", html.index('id="verdict"'))]
     assert "Read the NE with care" in panel and "rest mostly on imputed cells" in panel
     assert "The prompts deciding the NE" in panel
+
+
+def test_a_specialist_first_by_cce_and_far_down_by_bt_is_explained_by_its_cce_king_mass():
+    models = [f"m{k}" for k in range(20)]  # m19 is the specialist: best CCE king, 18th on average
+    ne = [("ne", m, k + 1, -0.05 * k, 1.0 if k == 0 else 0.0, 0.0) for k, m in enumerate(models)]
+    cce = [("cce", "m19", 1, 0.0, 0.4, 0.0)] + [("cce", m, k + 2, -0.05 * (k + 1), 0.6 / 19, 0.0)
+                                                   for k, m in enumerate(models[:19])]
+    mean = {m: -0.01 * k for k, m in enumerate(models)}
+    mean["m19"], mean["m17"] = -0.175, -0.19  # 18th of 20
+    found = diagnose(_evidence(_table(ne + cce), {"ne": {"king": (1, 20), "prompt": (40, 500)}}, mean=mean))
+    gap = next(f for f in found.findings if "disagree on m19" in f)
+    assert gap.startswith("NE and CCE disagree on m19: 20th of 20 by NE, 1st by CCE")
+    assert "the CCE plays it as king (mass 40%), and a CCE can pair a king with the prompts it wins" in gap
+    assert "it is 18th of 20, nearer its NE place" in gap

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from eqarena.messages import ordinal
-from eqarena.methods import format_rating, is_equilibrium, label
+from eqarena.methods import format_rating, get_method, is_equilibrium, label
 
 SMALL_PROMPT_SUPPORT = 0.02  # a prompt support under 2% of the prompts is "a handful"
 IMPUTED_MAJORITY = 0.5      # a rating resting more than half on imputed cells
@@ -159,20 +159,27 @@ def diagnose(e: Evidence) -> Diagnosis:
 
 def _disagreement_sentence(e: Evidence, rows: list[dict], model: str, ours: int, theirs: int, other: str) -> str:
     row = next(r for r in rows if r["action"] == model)
-    m, name = len(rows), label(e.method)
+    name, their_name = label(e.method), label(other)
     causes = []
     if (row["mass"] or 0.0) > 0:
         causes.append(f"the {name} plays it as king (mass {row['mass']:.0%}): on the equilibrium's prompts it is "
                       "a best response to the rebels")
+    theirs_row = next((r for r in _rows(e.table, other) if r["action"] == model), None)
+    if theirs_row is not None and (theirs_row["mass"] or 0.0) > 0:
+        causes.append(f"the {their_name} plays it as king (mass {theirs_row['mass']:.0%})"
+                      + (", and a CCE can pair a king with the prompts it wins, so a specialist can rate high"
+                         if get_method(other).concept == "cce" else ""))
     if (row["imputed_share"] or 0.0) > IMPUTED_MAJORITY:
         causes.append(f"its {name} rating rests {row['imputed_share']:.0%} on imputed cells")
     if model in e.mean_payoffs:
         order = sorted(e.mean_payoffs, key=lambda x: -e.mean_payoffs[x])
-        causes.append(f"its mean payoff over all prompts and opponents is {e.mean_payoffs[model]:+.3f} "
-                      f"({ordinal(order.index(model) + 1)} of {len(order)}), which {label(other)} follows more "
-                      "closely")
-    return (f"{name} and {label(other)} disagree on {model}: {ordinal(ours)} of {m} by {name}, {ordinal(theirs)} "
-            f"by {label(other)}" + (f"; {'; '.join(causes)}." if causes else "."))
+        average = order.index(model) + 1
+        closer = (their_name if abs(theirs - average) < abs(ours - average)
+                  else name if abs(ours - average) < abs(theirs - average) else None)
+        causes.append(f"by mean payoff over all prompts and opponents ({e.mean_payoffs[model]:+.3f}) it is "
+                      f"{ordinal(average)} of {len(order)}" + (f", nearer its {closer} place" if closer else ""))
+    return (f"{name} and {their_name} disagree on {model}: {ordinal(ours)} of {len(rows)} by {name}, "
+            f"{ordinal(theirs)} by {their_name}" + (f"; {'; '.join(causes)}." if causes else "."))
 
 
 def _deciding(e: Evidence, prompt: str) -> DecidingPrompt:
