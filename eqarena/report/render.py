@@ -232,7 +232,7 @@ def _intervals_section(d: ReportData, methods: list[str]) -> str:
                 "takes each verdict at face value. Ranks: tied models share their ranks evenly; P(top k) sums "
                 "ranks 1..k. Model-rating methods (Bradley-Terry) resample the judged battles.</p>")
     rows = [[r.method, BATTLES, r.action, r.rating, r.ci_lo, r.ci_hi, None, None]
-            for m in methods for r in sorted(own, key=lambda r: r.rank) if r.method == m]
+            for m in methods for r in sorted(own, key=lambda r: (r.rank, r.action)) if r.method == m]
     rows += [[r.method, r.scheme, r.model_id, r.rating, r.lo, r.hi, r.p_top1, r.p_top3]
              for m in methods for r in d.intervals if r.method == m]
     table = page.table(["method", "scheme", "model", "rating", "low", "high", "P(top 1)", "P(top 3)"], rows,
