@@ -4,7 +4,7 @@ The page stays one self-contained file that opens offline: plotly.js is inlined 
 figure is a `<div>` plus a short inline script, and nothing is loaded from a CDN. Why plotly: it ships
 plotly.js inside its pure-Python wheel and draws subplots, interval plots and heatmaps with hover text
 without further packages. Its cost is size: plotly.js is 4.8 MB, which took the bundled PRD report from
-0.9 MB to 5.7 MB. The alternative, Vega-Lite inlined by vl-convert, is a 0.9 MB script but needs
+0.9 MB to 5.6 MB. The alternative, Vega-Lite inlined by vl-convert, is a 0.9 MB script but needs
 vl-convert's 84 MB native wheel (and altair) to produce it; the report's users open it locally, where
 5 MB is not felt."""
 
