@@ -116,9 +116,9 @@ def test_a_toy_method_runs_through_rate_report_and_clones(toys, prefect_harness,
     reported = cli.invoke(app, ["report", "--run", run_id, "--out", str(out), "--db", db])
     assert reported.exit_code == 0, reported.output
     html = (out / f"eqarena-{run_id}.html").read_text(encoding="utf-8")
-    ratings_section = html.split('<section id="model-ratings">')[1].split("</section>")[0]
+    ratings_section = html.split('<section id="model-ratings" class="folded">')[1].split("</section>")[0]
     assert "mean rank" in ratings_section and "cce-toy rank" in ratings_section
-    support_section = html.split('<section id="support">')[1].split("</section>")[0]
+    support_section = html.split('<section id="support">')[1].split("</table>")[0]  # its table
     assert "cce-toy" in support_section and "mean" not in support_section  # no equilibrium, no support
 
     cloned = cli.invoke(app, ["analyze", "clones", "--run", run_id, "--n", "0,20", "--n-noisy", "0", "--db", db,

@@ -1,5 +1,6 @@
 """The HTML report: one self-contained file whose every section and figure is present and matches the
-warehouse. Parsed with html.parser; figures are decoded and checked to be PNG images."""
+warehouse. Parsed with html.parser; static figures are decoded and checked to be PNG images, interactive
+ones to carry their plot. (tests/test_report_browser.py opens a report in Chromium.)"""
 
 from __future__ import annotations
 
@@ -15,19 +16,20 @@ from typer.testing import CliRunner
 from eqarena import warehouse
 from eqarena.cli.app import app
 from eqarena.options import BootstrapOptions, RateOptions
-from eqarena.report.render import SECTIONS
+from eqarena.report.render import FOLDED_SECTIONS, MAIN_SECTIONS, SECTIONS
 from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
 
 FIGURES = {
-    "model-ratings": {"rank-comparison"},
-    "model-intervals": {"bt-intervals"},
-    "intervals": {"equilibrium-intervals", "rank-probabilities"},
-    "support": {"support"},
+    "ratings": {"ratings-intervals", "rank-probabilities"},
+    "support": {"prompt-support", "support"},
     "payoffs": {"payoff-heatmaps"},
     "contributions": {"contributions"},
     "diagnostics": {"diagnostics"},
     "coverage": {"coverage"},
+    "intervals": set(),
+    "model-ratings": {"rank-comparison"},
 }
+INTERACTIVE = {"ratings-intervals", "prompt-support", "payoff-heatmaps"}
 MODELS = ("alpha-1", "alpha-2", "beta-large", "gamma")
 
 
@@ -52,13 +54,18 @@ class ReportParser(HTMLParser):
                 self.urls.append((tag, key, attrs[key]))
         if tag == "section":
             self.current = attrs["id"]
-            self.sections[self.current] = {"h2": "", "figures": [], "images": [], "cells": [], "text": ""}
+            self.sections[self.current] = {"h2": "", "figures": [], "images": [], "cells": [], "text": "",
+                                           "details": 0, "plots": []}
         elif self.current is None:
             self._in_title = tag == "title"
             return
         section = self.sections[self.current]
         if tag == "figure":
             section["figures"].append(attrs.get("data-figure"))
+        elif tag == "details":
+            section["details"] += 1
+        elif tag == "div" and (attrs.get("id") or "").startswith("plot-"):
+            section["plots"].append(attrs["id"])
         elif tag == "img":
             section["images"].append(attrs["src"])
         elif tag in ("td", "th"):
@@ -129,14 +136,18 @@ def test_every_section_and_figure_is_present(rated):
     _, result, path = rated
     assert path.name == f"eqarena-{result.run_id}.html"
     report = _parse(path)
-    assert list(report.sections) == ["verdict", *SECTIONS]  # the answer first
+    # the answer first, then the ratings and the evidence, then what is folded away
+    assert list(report.sections) == ["verdict", *MAIN_SECTIONS, *FOLDED_SECTIONS]
     assert not report.sections["verdict"]["figures"]
     html = path.read_text(encoding="utf-8")
     assert re.search(r'<section id="verdict".*?<p>(Best model by NE: |\S.* tie first by NE )', html)
-    for key, heading in SECTIONS.items():
+    for key in SECTIONS:
         section = report.sections[key]
+        assert section["details"] == (1 if key in FOLDED_SECTIONS else 0), key
         assert set(section["figures"]) == FIGURES[key], key
-        assert section["images"], key
+        static = FIGURES[key] - INTERACTIVE
+        assert len(section["images"]) == len(static), key
+        assert section["plots"] == [f"plot-{name}" for name in section["figures"] if name in INTERACTIVE], key
         for src in section["images"]:
             assert src.startswith("data:image/png;base64,")
             png = base64.b64decode(src.split(",", 1)[1], validate=True)
@@ -149,7 +160,10 @@ def test_report_is_self_contained(rated):
     report = _parse(path)
     for tag, key, url in report.urls:
         assert url.startswith("data:") or url.startswith("#"), (tag, key, url)
-    assert not {"script", "link", "iframe"} & report.tags
+    assert not {"link", "iframe"} & report.tags
+    html = path.read_text(encoding="utf-8")
+    assert html.count("<script") == 1 + len(INTERACTIVE)  # plotly.js once, then one short script per plot
+    assert not re.search(r"<script[^>]*\bsrc=", html)
 
 
 def _ratings(db, run_id, method, player="king"):
@@ -170,9 +184,20 @@ def test_tables_match_the_warehouse(rated):
     header = cells[: cells.index(MODELS[0]) if MODELS[0] in cells else 0]
     for method in ("bt", "ne", "cce", "ne-shannon", "cce-shannon"):
         assert f"{method} rank" in header and f"{method} rating" in header
-    bt = _ratings(db, result.run_id, "bt")
-    bt_cells = report.sections["model-intervals"]["cells"]
-    assert [bt_cells[bt_cells.index(name) + 1] for name, _, _ in bt] == [str(rank) for _, rank, _ in bt]
+    # the headline table: in NE's order, with every other method's rank
+    ratings = report.sections["ratings"]["cells"]
+    header = ratings[:9]
+    assert header == ["model", "NE rank", "NE rating", "95% interval", "P(top 1)", "BT rank", "CCE rank",
+                      "NE-Shannon rank", "CCE-Shannon rank"]
+    rows = [ratings[k:k + 9] for k in range(9, len(ratings), 9)]
+    ne, bt = _ratings(db, result.run_id, "ne"), dict((a, r) for a, r, _ in _ratings(db, result.run_id, "bt"))
+    assert [(row[0], row[1]) for row in rows] == [(name, str(rank)) for name, rank, _ in ne]
+    assert [row[5] for row in rows] == [str(bt[name]) for name, _, _ in ne]
+    assert all(" to " in row[3] and row[4].endswith("%") for row in rows)
+    # the folded interval table lists Bradley-Terry's own intervals, best first
+    table = report.sections["intervals"]["cells"]
+    shown = [table[k + 2] for k in range(8, len(table), 8) if table[k] == "bt"]
+    assert shown == [name for name, _, _ in _ratings(db, result.run_id, "bt")]
     diagnostics = report.sections["diagnostics"]["cells"]
     con = warehouse.connect(db, read_only=True)
     try:

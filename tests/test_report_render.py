@@ -5,63 +5,23 @@ missing column fails here (the readers build their row types by column name), in
 from __future__ import annotations
 
 from dataclasses import fields
-from datetime import datetime, timezone
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
 from eqarena import warehouse
-from eqarena.options import BootstrapOptions, CloneOptions, RateOptions
+from eqarena.report import analysis_figures, figures, interactive
 from eqarena.report.render import SECTIONS, render_html
-from eqarena.solvers import synthetic_king_tensor
-from eqarena.tasks.analysis_io import read_rate_game, write_analysis_run
-from eqarena.tasks.assemble import assemble
-from eqarena.tasks.clone_analysis import clone_frames, run_clone_experiment
-from eqarena.tasks.rate import bootstrap_equilibria, rate_method, rate_parameters, write_run
 from eqarena.tasks.report import load_report_data
-from eqarena.tasks.runs import new_run_id
 from eqarena.warehouse import ratings as store
-from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
-from eqarena.warehouse.runs import RunRecord
 
-MODELS = ("m-a", "m-b", "m-c", "m-d")
-METHODS = ("bt", "ne", "cce")
+from report_inputs import METHODS, MODELS, rated_warehouse
 
 
 @pytest.fixture(scope="module")
 def rated(tmp_path_factory):
-    """A 10-prompt x 4-model warehouse judged from a synthetic game, rated by bt, ne and cce with a small
-    bootstrap, with a clone analysis; written by the tasks' functions, no flow run."""
-    db = str(tmp_path_factory.mktemp("render") / "w.duckdb")
-    u = synthetic_king_tensor(10, len(MODELS), seed=2)
-    con = warehouse.connect(db)
-    con.execute("INSERT INTO models (model_id, family) SELECT unnest($1::VARCHAR[]), 'm'", [list(MODELS)])
-    rows = []
-    for p in range(10):
-        con.execute("INSERT INTO prompts (dataset, prompt_id, text) VALUES ('syn', ?, ?)", [str(p), f"prompt {p}"])
-        for i, a in enumerate(MODELS):
-            for j, b in enumerate(MODELS):
-                if i != j:
-                    rows.append(JudgmentRow("judge-s", "t", "syn", str(p), a, b, 0, "ok", score=float(u[p, i, j])))
-    insert_judgments(con, rows)
-    con.close()
-
-    options = RateOptions(dataset="syn", judges=("judge-s",), methods=METHODS, bootstrap=BootstrapOptions(4))
-    assembled = assemble.fn(db, options)
-    solved = [rate_method.fn(assembled.tensor, assembled.battles, m, 4, 0) for m in METHODS]
-    intervals, _ = bootstrap_equilibria.fn(assembled.tensor, assembled.battles, solved, options.bootstrap)
-    run = RunRecord(run_id=new_run_id("rate"), kind="rate", started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
-                    finished_at=datetime(2026, 1, 1, 0, 1, tzinfo=timezone.utc),
-                    parameters=rate_parameters(options, METHODS, assembled.tensor.judges),
-                    data_fingerprint=assembled.tensor.fingerprint, message="complete")
-    write_run.fn(db, run, assembled, solved, intervals)
-
-    game = read_rate_game.fn(db, run.run_id)
-    clones = CloneOptions(target="m-a", ns_exact=(0, 20), ns_noisy=(0,), methods=METHODS)
-    frames = clone_frames(game, clones, run_clone_experiment.fn(game, clones))
-    write_analysis_run.fn(db, RunRecord(run_id=new_run_id("clones"), kind="clones", started_at=run.started_at,
-                                        finished_at=run.finished_at, parameters={"source_run_id": run.run_id}),
-                          frames)
-    return db, run.run_id
+    return rated_warehouse(tmp_path_factory.mktemp("render"))
 
 
 def test_every_reader_builds_its_rows_from_the_stored_columns(rated):
@@ -98,9 +58,74 @@ def test_the_report_renders_every_section_from_the_readers(rated):
     data = load_report_data.fn(db, run_id)
     html = render_html(data)
     for key in SECTIONS:
-        assert f'<section id="{key}">' in html, key
+        assert f'<section id="{key}">' in html or f'<section id="{key}" class="folded">' in html, key
     assert '<section id="clones">' in html and '<section id="risk">' not in html
     assert data.top_prompts and all(p in html for p in data.top_prompts)
     bt = [r for r in data.ratings if r.method == "bt" and r.player == "king"]
     assert len(bt) == len(MODELS) and all(r.ci_lo <= r.ci_hi for r in bt)
     assert f"{bt[0].rating:.3f}" in html  # the model-rating section lists BT with its interval
+
+
+def _displayed_px(fig, points: float) -> float:
+    """Pixel height of `points`-sized text once the PNG is shown at most at the page's content width."""
+    width_px = fig.get_figwidth() * figures.DPI
+    return points * figures.DPI / 72 * min(1.0, figures.PAGE_WIDTH_IN * figures.DPI / width_px)
+
+
+def test_rank_probability_labels_are_readable_and_titles_do_not_overlap():
+    models = [f"model-{k}" for k in range(6)]
+    rng = np.random.default_rng(0)
+    probs = {m: rng.dirichlet(np.ones(6), size=6) for m in ("ne", "cce", "ne-shannon", "cce-shannon")}
+    fig = figures.rank_probability_heatmaps(models, probs)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t for ax in fig.axes for t in ax.texts]
+    assert labels and min(_displayed_px(fig, t.get_fontsize()) for t in labels) >= 9
+    suptitle = fig._suptitle.get_window_extent(renderer)
+    for ax in fig.axes[:4]:
+        assert not suptitle.overlaps(ax.title.get_window_extent(renderer)), ax.get_title()
+    plt.close(fig)
+
+
+def test_contribution_panels_share_one_colour_scale():
+    deltas = {"ne": np.array([[0.1, -0.2], [0.0, 0.05]]), "cce": np.array([[1.5, -0.3], [0.2, 0.0]])}
+    fig = figures.contribution_heatmaps(["k1", "k2"], ["f1", "f2"], deltas)
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert len(images) == 2 and {im.get_clim() for im in images} == {(-1.5, 1.5)}
+    assert len(fig.axes) == 3  # two panels, one colourbar
+    plt.close(fig)
+
+
+def test_support_figure_leaves_out_models_without_mass():
+    marginals = {"ne": {"king": np.array([1.0, 0.0, 0.0]), "rebel": np.array([0.5, 0.5, 0.0])}}
+    fig = figures.model_marginals(["a", "b", "c"], marginals)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
+    assert "1 of 3 models without mass" in ax.get_title()
+    assert [t.get_text() for t in ax.texts] == ["0"]  # b's empty king slot says so
+    plt.close(fig)
+
+
+def test_clone_and_risk_legends_name_every_model_outside_the_panels():
+    models = ["a", "b", "c"]
+    ranks = {("exact", "ne"): (np.array([0, 10]), np.array([[1, 2, 3], [2, 1, 3]]))}
+    fig = analysis_figures.clone_ranks(["ne"], ["exact"], models, "a", ranks)
+    fig.canvas.draw()
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == ["a (target)", "b", "c"]
+    assert len({line.get_color() for line in fig.axes[0].lines}) == 3
+    assert not legend.get_window_extent().overlaps(fig.axes[0].get_window_extent())
+    plt.close(fig)
+    king = np.array([[0.0, -0.5, -1.0], [-0.2, 0.0, -1.0]])
+    payoffs = np.array([[0.1, 0.2, -0.3], [0.3, 0.1, -0.2]])
+    fig = analysis_figures.risk_panels(models, king, payoffs, payoffs, 0)
+    fig.canvas.draw()
+    for ax in fig.axes:
+        assert not ax.get_legend().get_window_extent().overlaps(ax.get_window_extent())
+    plt.close(fig)
+
+
+def test_hover_text_is_clipped_escaped_and_wrapped():
+    text = interactive.hover_text("<b>" + "word " * 100)
+    assert text.startswith("&lt;b&gt;") and text.endswith("…") and "<br>" in text
+    assert len(text.replace("<br>", " ").replace("&lt;", "<").replace("&gt;", ">")) <= interactive.PROMPT_CHARS + 2

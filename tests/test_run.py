@@ -139,7 +139,7 @@ def test_the_report_shows_exploitability(demo):
     tmp, _ = demo
     (report,) = (tmp / "out").glob("eqarena-rate-*.html")
     text = report.read_text(encoding="utf-8")
-    assert '<section id="diagnostics">' in text and "exploitability" in text
+    assert '<section id="diagnostics" class="folded">' in text and "exploitability" in text
     for model in MODELS:
         assert model in text
 

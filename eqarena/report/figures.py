@@ -15,8 +15,12 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from eqarena.methods import colour as method_colour  # noqa: E402
 
+DPI = 110
+PAGE_WIDTH_IN = 10.5  # the page's 1200 px content width at DPI: wider figures are shrunk, and their text with them
 
-def data_uri(fig: Figure, dpi: int = 110) -> str:
+
+
+def data_uri(fig: Figure, dpi: int = DPI) -> str:
     """Render `fig` as a base64 PNG data URI and close it."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
@@ -67,32 +71,34 @@ def bt_intervals(models: Sequence[str], elo: np.ndarray, lo: np.ndarray, hi: np.
     return fig
 
 
-def equilibrium_support(models: Sequence[str], prompts: Sequence[str],
-                        marginals: Mapping[str, Mapping[str, np.ndarray]], top_prompts: int = 25) -> Figure:
-    """Per equilibrium method: king and rebel marginals over models, and the prompt marginal
-    (largest `top_prompts` masses, sorted)."""
+def model_marginals(models: Sequence[str], marginals: Mapping[str, Mapping[str, np.ndarray]]) -> Figure:
+    """Per equilibrium method: its king and rebel marginals over the models with mass in either role; the
+    models without any are left out and counted in the panel's title."""
     methods = list(marginals)
-    fig, axes = plt.subplots(len(methods), 2, figsize=(12, 2.4 * len(methods) + 0.6), squeeze=False,
-                             gridspec_kw={"width_ratios": [1, 1.4]})
-    x = np.arange(len(models))
-    for row, method in enumerate(methods):
-        m = marginals[method]
-        ax = axes[row, 0]
-        ax.bar(x - 0.2, m["king"], width=0.4, label="king", color=method_colour(method))
-        ax.bar(x + 0.2, m["rebel"], width=0.4, label="rebel", color="#bbbbbb")
-        ax.set_xticks(x, models, rotation=35, ha="right", fontsize=8)
-        ax.set_ylabel(f"{method}\nmass")
-        ax.set_ylim(0, 1)
-        ax.legend(fontsize=7, loc="upper right")
-        ax = axes[row, 1]
-        mass = np.asarray(m["prompt"])
-        order = np.argsort(-mass, kind="stable")[:top_prompts]
-        ax.bar(np.arange(len(order)), mass[order], color=method_colour(method))
-        ax.set_xticks(np.arange(len(order)), [prompts[k] for k in order], rotation=60, ha="right", fontsize=7)
-        supported = int((mass >= 1e-6).sum())
-        ax.set_title(f"{method}: prompt marginal, top {len(order)} of {len(mass)} (support {supported})", fontsize=9)
-    axes[0, 0].set_title("model marginals (king vs rebel)", fontsize=9)
-    fig.tight_layout()
+    cols = min(2, len(methods))
+    rows = int(np.ceil(len(methods) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(min(PAGE_WIDTH_IN, 1.5 + 4.5 * cols), 2.6 * rows + 0.4),
+                             squeeze=False, layout="constrained")
+    for n, ax in enumerate(axes.flat):
+        if n >= len(methods):
+            ax.axis("off")
+            continue
+        method = methods[n]
+        king, rebel = np.asarray(marginals[method]["king"]), np.asarray(marginals[method]["rebel"])
+        shown = np.flatnonzero((king >= 1e-6) | (rebel >= 1e-6))
+        x = np.arange(len(shown))
+        ax.bar(x - 0.2, king[shown], width=0.4, label="king", color=method_colour(method))
+        ax.bar(x + 0.2, rebel[shown], width=0.4, label="rebel", color="#bbbbbb")
+        for offset, values in ((-0.2, king[shown]), (0.2, rebel[shown])):
+            for xx in x[values < 1e-6]:  # a role without mass says so instead of an empty slot
+                ax.text(xx + offset, 0.01, "0", ha="center", va="bottom", fontsize=7, color="#555555")
+        ax.set_xticks(x, [models[k] for k in shown], rotation=35, ha="right", fontsize=8)
+        ax.set_ylabel("mass", fontsize=8)
+        ax.set_ylim(0, 1.2)
+        ax.legend(fontsize=8, loc="upper center", ncol=2, frameon=False)
+        left_out = len(models) - len(shown)
+        ax.set_title(f"{method}" + (f" ({left_out} of {len(models)} models without mass, not shown)"
+                                    if left_out else ""), fontsize=9)
     return fig
 
 
@@ -122,23 +128,23 @@ def payoff_heatmaps(models: Sequence[str], prompts: Sequence[str], u_king: np.nd
 
 def contribution_heatmaps(kings: Sequence[str], families: Sequence[str],
                           deltas: Mapping[str, np.ndarray]) -> Figure:
-    """Per method: delta(king model, rebel family) as a heatmap, (len(kings), len(families)) each;
-    a row sums to the king model's rating (paper Section 4.3)."""
+    """Per method: delta(king model, rebel family) as a heatmap, (len(kings), len(families)) each, on one
+    colour scale shared by all panels; a row sums to the king model's rating (paper Section 4.3)."""
     methods = list(deltas)
-    fig, axes = plt.subplots(1, len(methods), figsize=(1.5 + (1.2 + 0.5 * len(families)) * len(methods),
-                                                       1.4 + 0.4 * len(kings)), squeeze=False)
+    bound = max([float(np.abs(np.asarray(d)).max()) for d in deltas.values()] + [1e-9])
+    fig, axes = plt.subplots(1, len(methods), figsize=(min(PAGE_WIDTH_IN, 1.8 + (1.0 + 0.5 * len(families))
+                                                           * len(methods)), 1.6 + 0.4 * len(kings)),
+                             squeeze=False, layout="constrained")
+    image = None
     for ax, method in zip(axes.flat, methods):
-        d = np.asarray(deltas[method])
-        bound = max(float(np.abs(d).max()), 1e-9)
-        image = ax.imshow(d, cmap="PuOr", vmin=-bound, vmax=bound, aspect="auto")
+        image = ax.imshow(np.asarray(deltas[method]), cmap="PuOr", vmin=-bound, vmax=bound, aspect="auto")
         ax.set_xticks(range(len(families)), families, rotation=45, ha="right", fontsize=8)
         ax.set_yticks(range(len(kings)), kings if ax is axes.flat[0] else [""] * len(kings), fontsize=8)
         ax.set_title(method, fontsize=9)
         ax.set_xlabel("rebel family", fontsize=8)
-        fig.colorbar(image, ax=ax, shrink=0.8)
     axes.flat[0].set_ylabel("king model", fontsize=8)
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="delta (one scale for all panels)")
     fig.suptitle("Marginal rating contributions by rebel model family", fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -215,25 +221,34 @@ def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping
 
 
 def rank_probability_heatmaps(models: Sequence[str], probabilities: Mapping[str, np.ndarray]) -> Figure:
-    """One heatmap per method: P(model has rank r), models as rows (in `models` order), ranks as columns.
-    probabilities[method]: (M, M) array [model, rank - 1]."""
+    """One heatmap per method: P(model has rank r), models as rows (in `models` order), ranks as columns,
+    cells labelled in percent. probabilities[method]: (M, M) array [model, rank - 1]. Two panels a row and
+    no wider than the page, so the labels are shown at their size."""
     methods = list(probabilities)
     m = len(models)
-    fig, axes = plt.subplots(1, len(methods), figsize=(0.4 * m * len(methods) + 2.5 * len(methods) + 1, 0.9 + 0.4 * m),
-                             squeeze=False, sharey=True)
+    cols = min(2, len(methods))
+    rows = int(np.ceil(len(methods) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(min(PAGE_WIDTH_IN, 2.2 + 4.2 * cols), 0.9 + (0.6 + 0.42 * m) * rows),
+                             squeeze=False, sharey=True, layout="constrained")
     image = None
-    for ax, method in zip(axes[0], methods):
+    label_size = 9 if m <= 8 else 7.5
+    for n, ax in enumerate(axes.flat):
+        if n >= len(methods):
+            ax.axis("off")
+            continue
+        method = methods[n]
         p = np.asarray(probabilities[method])
         image = ax.imshow(p, vmin=0.0, vmax=1.0, cmap="Blues", aspect="auto")
-        for i in range(m):
-            for r in range(m):
-                if p[i, r] >= 0.005:
-                    ax.text(r, i, f"{p[i, r]:.2f}", ha="center", va="center", fontsize=6,
-                            color="white" if p[i, r] > 0.6 else "black")
-        ax.set_xticks(range(m), range(1, m + 1), fontsize=7)
+        if m <= 12:
+            for i in range(m):
+                for r in range(m):
+                    if p[i, r] >= 0.005:
+                        ax.text(r, i, f"{100 * p[i, r]:.0f}", ha="center", va="center", fontsize=label_size,
+                                color="white" if p[i, r] > 0.6 else "black")
+        ax.set_xticks(range(m), range(1, m + 1), fontsize=8)
         ax.set_xlabel("rank", fontsize=8)
         ax.set_title(method, fontsize=10)
-    axes[0, 0].set_yticks(range(m), models, fontsize=8)
-    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.03, label="probability")
+        ax.set_yticks(range(m), models, fontsize=8)
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="probability (cells in %)")
     fig.suptitle("Rank probabilities (bootstrap over prompts)", fontsize=11)
     return fig

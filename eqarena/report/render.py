@@ -1,5 +1,7 @@
-"""The HTML report of one rate run: every section, rendered from the rows the warehouse readers return
-(`ReportData`), as one self-contained page (figures are embedded PNG data URIs)."""
+"""The HTML report of one rate run, rendered from the rows the warehouse readers return (`ReportData`) as
+one self-contained page: the verdict, then the ratings with their intervals, then the evidence, then the
+diagnostics and raw tables folded away. Static figures are PNG data URIs, interactive ones plotly
+(`interactive`), its script inlined once."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from eqarena import methods as methods_registry
-from eqarena.report import figures
+from eqarena.report import figures, interactive
 from eqarena.report import html as page
 from eqarena.report.analyses import (
     CLONES_TITLE,
@@ -23,7 +25,7 @@ from eqarena.report.analyses import (
 from eqarena.report.analysis_headlines import report_headlines
 from eqarena.report.diagnosis import Diagnosis
 from eqarena.report.diagnosis_panel import diagnosis_html
-from eqarena.report.verdict import verdict
+from eqarena.report.verdict import headline_method, verdict
 from eqarena.warehouse.ratings import (
     Coverage,
     EquilibriumRow,
@@ -36,16 +38,20 @@ from eqarena.warehouse.ratings import (
 )
 from eqarena.warehouse.runs import RunRecord
 
-SECTIONS = {
-    "model-ratings": "Model ratings by method",
-    "model-intervals": "Confidence intervals of model-rating methods (Bradley-Terry)",
-    "intervals": "Equilibrium rating intervals and rank probabilities",
+MAIN_SECTIONS = {
+    "ratings": "Ratings with 95% intervals",
     "support": "Equilibrium support of prompts and models",
     "payoffs": "King-vs-rebel payoffs on the top-rated prompts",
     "contributions": "Rating contributions by model family",
+}
+FOLDED_SECTIONS = {  # diagnostics and raw tables, folded away (<details>)
     "diagnostics": "Solver diagnostics",
     "coverage": "Data coverage",
+    "intervals": "All bootstrap intervals, per method and scheme",
+    "model-ratings": "All methods: ranks, ratings and mean payoffs",
 }
+SECTIONS = {**MAIN_SECTIONS, **FOLDED_SECTIONS}  # every report has these; clones and risk when analysed
+BATTLES = "battles"  # what a model-rating method's own bootstrap resamples
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,11 +89,16 @@ th { background: #f4f4f4; } td.name, th.name { text-align: left; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; }
 figcaption { font-size: 0.85rem; color: #555; }
 .meta { color: #555; font-size: 0.9rem; } .note { font-size: 0.88rem; color: #444; }
-nav a { margin-right: 1rem; } blockquote { font-size: 0.85rem; color: #444; margin: 0.3rem 0 0.8rem 1rem; }
+nav a { margin-right: 1rem; } details > summary { cursor: pointer; } details > summary h2 { display: inline-block; }
+section.folded h2 { font-size: 1.15rem; border: none; margin-top: 1.2rem; } figure.interactive { max-width: 100%; }
+blockquote { font-size: 0.85rem; color: #444; margin: 0.3rem 0 0.8rem 1rem; }
 """
 
 
 def _section(key: str, body: str) -> str:
+    if key in FOLDED_SECTIONS:
+        return (f'<section id="{key}" class="folded"><details><summary><h2>{page.escape(SECTIONS[key])}</h2>'
+                f"</summary>{body}</details></section>")
     return f'<section id="{key}"><h2>{page.escape(SECTIONS[key])}</h2>{body}</section>'
 
 
@@ -119,70 +130,119 @@ def _model_ratings_section(d: ReportData, methods: list[str]) -> str:
     return _section("model-ratings", note + page.table(header, rows) + fig)
 
 
-def _model_intervals_section(d: ReportData, methods: list[str]) -> str:
-    """The intervals model-rating methods (such as Bradley-Terry) compute themselves."""
-    shown = [m for m in methods if any(r.method == m and r.player == "king" and r.ci_lo is not None
-                                       for r in d.ratings)]
-    if not shown:
-        return _section("model-intervals", '<p class="note">No model-rating method of this run has intervals '
-                        "(rated without Bradley-Terry, or with --bootstrap below 2).</p>")
-    body, boots = "", d.run.parameters.get("bootstrap")
-    for method in shown:
-        rows = sorted((r for r in d.ratings if r.method == method and r.player == "king"), key=lambda r: r.rank)
-        models = [r.action for r in rows]
-        rating = np.array([r.rating for r in rows])
-        lo = np.array([r.ci_lo if r.ci_lo is not None else r.rating for r in rows])
-        hi = np.array([r.ci_hi if r.ci_hi is not None else r.rating for r in rows])
-        name = methods_registry.label(method)
-        body += page.table(["model", "rank", f"{name} rating", "CI low", "CI high"],
-                           [[r.action, r.rank, r.rating, r.ci_lo, r.ci_hi] for r in rows])
-        body += page.figure(figures.data_uri(figures.bt_intervals(models, rating, lo, hi, method, name)),
-                            f"{method}-intervals", f"{name} ratings with bootstrap confidence intervals "
-                            f"({boots} resamples)")
-    return _section("model-intervals", body)
+def _king_frame(d: ReportData) -> pl.DataFrame:
+    """Every method's king ratings with the headline interval: a model-rating method's own, an equilibrium
+    method's over resampled prompts (columns method, action, rank, rating, ci_lo, ci_hi, p_top1)."""
+    intervals = {(i.method, i.model_id): i for i in d.intervals if i.scheme == "prompts"}
+    rows = []
+    for r in (r for r in d.ratings if r.player == "king"):
+        i = intervals.get((r.method, r.action))
+        rows.append((r.method, r.action, r.rank, r.rating, r.ci_lo if r.ci_lo is not None else getattr(i, "lo", None),
+                     r.ci_hi if r.ci_hi is not None else getattr(i, "hi", None), getattr(i, "p_top1", None)))
+    return pl.DataFrame(rows, schema={"method": pl.Utf8, "action": pl.Utf8, "rank": pl.Int64, "rating": pl.Float64,
+                                      "ci_lo": pl.Float64, "ci_hi": pl.Float64, "p_top1": pl.Float64}, orient="row")
 
 
-def _intervals_section(d: ReportData, eq_methods: list[str]) -> str:
-    """Bootstrap intervals of every equilibrium method (both schemes) and the rank-probability heatmap."""
-    if not d.intervals:
-        return _section("intervals", '<p class="note">No bootstrap intervals for this run\'s equilibrium '
-                        "methods (rated with --bootstrap below 2, without an equilibrium method, or before "
-                        "they existed).</p>")
-    methods = [m for m in eq_methods if any(r.method == m for r in d.intervals)]
-    shown: dict = {}
-    for r in d.intervals:
-        shown.setdefault(r.method, {}).setdefault(r.scheme, {})[r.model_id] = (r.rating, r.lo, r.hi)
-    scheme = "prompts"
-    index = {m: k for k, m in enumerate(d.models)}
+def _ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) -> str:
+    """One table in the headline method's order (rating, interval, P(top 1), the other methods' ranks), the
+    interactive ratings-with-intervals figure and the rank-probability heatmap."""
+    kings = _king_frame(d)
+    if kings.is_empty():
+        return _section("ratings", '<p class="note">No model ratings in this run.</p>')
+    head = headline_method(methods)
+    others = [m for m in methods if m != head]
+    ranks = {(r["method"], r["action"]): r["rank"] for r in kings.iter_rows(named=True)}
+    order = kings.filter(pl.col("method") == head).sort("rank", "action")
+    rows = []
+    for r in order.iter_rows(named=True):
+        shown = ("–" if r["ci_lo"] is None or r["ci_hi"] is None
+                 else f"{methods_registry.format_rating(head, r['ci_lo'])} to "
+                      f"{methods_registry.format_rating(head, r['ci_hi'])}")
+        rows.append([r["action"], r["rank"], methods_registry.format_rating(head, r["rating"]), shown,
+                     None if r["p_top1"] is None else f"{r['p_top1']:.0%}"]
+                    + [ranks.get((m, r["action"])) for m in others])
+    name = methods_registry.label(head)
+    table = page.table(["model", f"{name} rank", f"{name} rating", "95% interval", "P(top 1)"]
+                       + [f"{methods_registry.label(m)} rank" for m in others], rows)
+    boots = d.intervals[0].replicates if d.intervals else d.run.parameters.get("bootstrap")
+    note = (f'<p class="note">Ordered by {page.escape(name)}, the headline method. Intervals are 95% bootstrap '
+            f"percentile intervals ({page.escape(boots)} replicates): over resampled prompts for an equilibrium "
+            "method, over resampled battles for Bradley-Terry; P(top 1) is the share of replicates that rank "
+            "the model first. Equilibrium ratings are deviation gains (0 in the support, negative outside). "
+            'The full tables are folded away below (<a href="#intervals">all intervals</a>, '
+            '<a href="#model-ratings">all methods</a>).</p>')
+    models = order["action"].to_list()
+    body = note + table + interactive.figure(
+        interactive.ratings_with_intervals(models, _intervals(d, methods, kings)), "ratings-intervals",
+        "Every method's ratings with 95% bootstrap intervals (hover for exact values; equilibrium methods: "
+        "dots over prompts, squares over judgments)")
+    probs = _rank_probabilities(d, eq_methods, models)
+    if probs:
+        body += page.figure(figures.data_uri(figures.rank_probability_heatmaps(models, probs)),
+                            "rank-probabilities", "Probability of each rank, bootstrap over prompts")
+    return _section("ratings", body)
+
+
+def _intervals(d: ReportData, methods: list[str], kings: pl.DataFrame) -> list[interactive.Interval]:
+    """Each method's intervals for the ratings figure: a model-rating method's own, every scheme of an
+    equilibrium method's bootstrap, or the bare rating when there is none."""
+    out = []
+    bootstrapped = {r.method for r in d.intervals}
+    for m in methods:
+        name = methods_registry.label(m)
+        if m in bootstrapped:
+            p_top1 = {r.model_id: r.p_top1 for r in d.intervals if r.method == m and r.scheme == "prompts"}
+            out += [interactive.Interval(m, name, r.scheme, r.model_id, r.rating, r.lo, r.hi,
+                                         r.p_top1 if r.scheme == "prompts" else p_top1.get(r.model_id))
+                    for r in d.intervals if r.method == m]
+        else:
+            out += [interactive.Interval(m, name, BATTLES, r["action"], r["rating"], r["ci_lo"], r["ci_hi"],
+                                         r["p_top1"])
+                    for r in kings.filter(pl.col("method") == m).iter_rows(named=True)]
+    return out
+
+
+def _rank_probabilities(d: ReportData, eq_methods: list[str], models: list[str]) -> dict[str, np.ndarray]:
+    """P(model has rank r) over resampled prompts per equilibrium method: (M, M) arrays [model, rank - 1]."""
+    index = {m: k for k, m in enumerate(models)}
     probs = {}
-    for method in methods:
-        p = np.zeros((len(d.models), len(d.models)))
+    for method in (m for m in eq_methods if any(r.method == m for r in d.intervals)):
+        p = np.zeros((len(models), len(models)))
         for r in d.rank_probabilities:
-            if (r.method == method and r.scheme == scheme and r.model_id in index
-                    and r.rank <= len(d.models)):
+            if r.method == method and r.scheme == "prompts" and r.model_id in index and r.rank <= len(models):
                 p[index[r.model_id], r.rank - 1] = r.probability
         probs[method] = p
-    first = d.intervals[0]
-    note = (f'<p class="note">{first.replicates} bootstrap replicates per method and scheme, each game '
-            "re-solved exactly (same solver and selection target as the full data); "
-            f"{first.confidence:.0%} percentile intervals. <b>over prompts</b>: prompts drawn with "
-            "replacement. Copies of a prompt are clones, which the affinity target of ne / cce ignores: their "
-            "interval shows how the ratings depend on which distinct prompts are present (about 63% per "
-            "replicate), a sensitivity band rather than calibrated confidence; the -shannon variants weight "
-            "copies. <b>over judgments</b> (judge noise): each order's mean score drawn from the Dirichlet "
-            "posterior of its judge samples (a prior of half a win and half a loss), around the full-data cell, "
-            "so unanimous orders and single judgments move too; a cell at +-1 can only move inward, so with few "
-            "judgments per cell the interval can sit beside the full-data rating, which takes each verdict at "
-            "face value. Ranks: tied models share their ranks evenly; P(top k) sums ranks 1..k.</p>")
-    figs = (page.figure(figures.data_uri(figures.equilibrium_intervals(d.models, {m: shown[m] for m in methods})),
-                        "equilibrium-intervals", "Full-data ratings with bootstrap intervals, per method and scheme")
-            + page.figure(figures.data_uri(figures.rank_probability_heatmaps(d.models, probs)),
-                          "rank-probabilities", "Probability of each rank, bootstrap over prompts"))
-    rows = [[r.method, r.scheme, r.model_id, r.rating, r.lo, r.hi, r.p_top1, r.p_top3]
-            for m in methods for r in d.intervals if r.method == m]
+    return probs
+
+
+def _intervals_section(d: ReportData, methods: list[str]) -> str:
+    """Folded: every method's intervals in one table (each scheme of the equilibrium bootstrap)."""
+    own = [r for r in d.ratings if r.player == "king" and r.ci_lo is not None and r.method in methods]
+    if not d.intervals and not own:
+        return _section("intervals", '<p class="note">No bootstrap intervals in this run (rated with --bootstrap '
+                        "below 2, or before they existed).</p>")
+    note = ""
+    if d.intervals:
+        first = d.intervals[0]
+        note = (f'<p class="note">{first.replicates} bootstrap replicates per equilibrium method and scheme, '
+                "each game re-solved exactly (same solver and selection target as the full data); "
+                f"{first.confidence:.0%} percentile intervals. <b>over prompts</b>: prompts drawn with "
+                "replacement. Copies of a prompt are clones, which the affinity target of ne / cce ignores: "
+                "their interval shows how the ratings depend on which distinct prompts are present (about 63% "
+                "per replicate), a sensitivity band rather than calibrated confidence; the -shannon variants "
+                "weight copies. <b>over judgments</b> (judge noise): each order's mean score drawn from the "
+                "Dirichlet posterior of its judge samples (a prior of half a win and half a loss), around the "
+                "full-data cell, so unanimous orders and single judgments move too; a cell at +-1 can only move "
+                "inward, so with few judgments per cell the interval can sit beside the full-data rating, which "
+                "takes each verdict at face value. Ranks: tied models share their ranks evenly; P(top k) sums "
+                "ranks 1..k. Model-rating methods (Bradley-Terry) resample the judged battles.</p>")
+    rows = [[r.method, BATTLES, r.action, r.rating, r.ci_lo, r.ci_hi, None, None]
+            for m in methods for r in sorted(own, key=lambda r: (r.rank, r.action)) if r.method == m]
+    rows += [[r.method, r.scheme, r.model_id, r.rating, r.lo, r.hi, r.p_top1, r.p_top3]
+             for m in methods for r in d.intervals if r.method == m]
     table = page.table(["method", "scheme", "model", "rating", "low", "high", "P(top 1)", "P(top 3)"], rows,
                        name_columns=3)
-    return _section("intervals", note + figs + table)
+    return _section("intervals", note + table)
 
 
 def _support_section(d: ReportData, eq_methods: list[str]) -> str:
@@ -200,9 +260,12 @@ def _support_section(d: ReportData, eq_methods: list[str]) -> str:
         sup = eqs[m].support if m in eqs else {}
         rows.append([m] + [f"{sup[p][0]} / {sup[p][1]}" if p in sup else None for p in ("prompt", "king", "rebel")])
     table = page.table(["method", "prompts supported", "kings supported", "rebels supported"], rows)
-    fig = page.figure(figures.data_uri(figures.equilibrium_support(d.models, prompts, marg)), "support",
-                  "Equilibrium marginals: models as king and rebel, and the most-weighted prompts")
-    return _section("support", table + fig)
+    plot = interactive.figure(
+        interactive.prompt_support(prompts, {m: marg[m]["prompt"] for m in eq_methods}, d.prompt_texts),
+        "prompt-support", "The prompts each equilibrium plays, largest mass first (hover for the prompt's text)")
+    fig = page.figure(figures.data_uri(figures.model_marginals(d.models, {m: marg[m] for m in eq_methods})),
+                      "support", "Equilibrium marginals over the models, as king and as rebel (models with mass)")
+    return _section("support", table + plot + fig)
 
 
 def _payoffs_section(d: ReportData) -> str:
@@ -218,8 +281,9 @@ def _payoffs_section(d: ReportData) -> str:
         f"<p><b>prompt {page.escape(p)}</b></p>"
         f"<blockquote>{page.escape(_clip(d.prompt_texts.get(p, '(text not in warehouse)')))}</blockquote>"
         for p in d.top_prompts)
-    fig = page.figure(figures.data_uri(figures.payoff_heatmaps(d.models, d.top_prompts, u)), "payoff-heatmaps",
-                  "u_king(prompt, king, rebel) on the top-rated prompts of the first equilibrium method")
+    fig = interactive.figure(interactive.payoff_heatmaps(d.models, d.top_prompts, u, d.prompt_texts),
+                             "payoff-heatmaps", "u_king(prompt, king, rebel) on the top-rated prompts of the first "
+                             "equilibrium method (hover for the exact payoff and the prompt's text)")
     return _section("payoffs", fig + texts)
 
 
@@ -302,7 +366,7 @@ def _imputation_table(d: ReportData) -> str:
 
 
 def render_html(d: ReportData) -> str:
-    """The whole report as one HTML string; figures are embedded PNG data URIs."""
+    """The whole report as one self-contained HTML string (module docstring)."""
     methods = methods_registry.ordered({r.method for r in d.ratings})
     eq_methods = [m for m in methods if any(e.method == m for e in d.equilibria)]
     run, params = d.run, d.run.parameters
@@ -314,28 +378,29 @@ def render_html(d: ReportData) -> str:
             + f' · data fingerprint <code>{page.escape(run.data_fingerprint)}</code>'
             + f' · finished {page.escape(_when(run.finished_at))}</p>')
     versions = ", ".join(f"{k} {v}" for k, v in sorted((run.versions or {}).items()))
-    sections = dict(SECTIONS)
+    main = dict(MAIN_SECTIONS)
     if d.clones is not None:
-        sections["clones"] = CLONES_TITLE
+        main["clones"] = CLONES_TITLE
     if d.risk is not None:
-        sections["risk"] = RISK_TITLE
-    nav = "<nav>" + "".join(f'<a href="#{k}">{page.escape(v)}</a>' for k, v in sections.items()) + "</nav>"
+        main["risk"] = RISK_TITLE
+    nav = ("<nav>" + "".join(f'<a href="#{k}">{page.escape(v)}</a>' for k, v in main.items())
+           + '<a href="#diagnostics">Diagnostics and raw tables</a></nav>')
     body = "".join([
-        _model_ratings_section(d, methods),
-        _model_intervals_section(d, methods),
-        _intervals_section(d, eq_methods),
+        _ratings_section(d, methods, eq_methods),
         _support_section(d, eq_methods),
         _payoffs_section(d),
         _contributions_section(d, eq_methods),
-        _diagnostics_section(d, eq_methods),
-        _coverage_section(d),
         clones_section(d.clones, d.models) if d.clones is not None else "",
         risk_section(d.risk) if d.risk is not None else "",
+        _diagnostics_section(d, eq_methods),
+        _coverage_section(d),
+        _intervals_section(d, methods),
+        _model_ratings_section(d, methods),
     ])
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>eqarena report — {page.escape(params.get('dataset'))} — {page.escape(run.run_id)}</title>"
-        f"<style>{_CSS}</style></head><body>"
+        f"<style>{_CSS}</style>{interactive.script()}</head><body>"
         f"<h1>eqarena ratings: {page.escape(params.get('dataset'))}</h1>{meta}{_verdict_panel(d)}{nav}{body}"
         f'<footer class="meta"><p>Method: Liu et al., Re-evaluating Open-ended Evaluation of Large Language '
         f"Models (ICLR 2025). Versions: {page.escape(versions)}.</p></footer></body></html>\n"
@@ -344,17 +409,9 @@ def render_html(d: ReportData) -> str:
 
 def _verdict_panel(d: ReportData) -> str:
     """The answer first: who is best by the headline method, how sure, whether the methods agree."""
-    kings = [r for r in d.ratings if r.player == "king"]
-    if not kings:
+    table = _king_frame(d)
+    if table.is_empty():
         return ""
-    intervals = {(i.method, i.model_id): i for i in d.intervals if i.scheme == "prompts"}
-    table = pl.DataFrame(
-        [(r.method, r.action, r.rank, r.rating,
-          r.ci_lo if r.ci_lo is not None else getattr(intervals.get((r.method, r.action)), "lo", None),
-          r.ci_hi if r.ci_hi is not None else getattr(intervals.get((r.method, r.action)), "hi", None),
-          getattr(intervals.get((r.method, r.action)), "p_top1", None)) for r in kings],
-        schema={"method": pl.Utf8, "action": pl.Utf8, "rank": pl.Int64, "rating": pl.Float64, "ci_lo": pl.Float64,
-                "ci_hi": pl.Float64, "p_top1": pl.Float64}, orient="row")
     answer = verdict(table)
     lines = [*answer.lines, *report_headlines(d.clones, d.risk, answer.method)]
     return ('<section id="verdict" class="verdict"><h2>Verdict</h2>'
