@@ -243,3 +243,34 @@ def test_adaptive_flow_with_the_replay_judge(prefect_harness, tmp_path):
     adaptive = params["adaptive"]
     assert (adaptive["explore"], adaptive["indifference"], adaptive["seed"]) == (0.5, 0.05, 3)
     assert sorted(out.ranking) == sorted(["bard", "claude", "gpt35", "gpt4", "vicuna-13b"])
+
+
+def test_adaptive_rounds_against_a_provider_over_http(prefect_harness, tmp_path):
+    """Several rounds through one provider's HTTP client (the local fake server, real OpenAI SDK): every
+    round's calls reach the server and are stored; nothing fails when the second round starts."""
+    from eqarena import warehouse
+    from eqarena.flows.judge_adaptive import adaptive_judge_flow
+    from eqarena.options import AdaptiveOptions
+
+    from fake_llm_server import FakeLLMServer, plant_dataset
+    from judging import judge_options
+
+    quality = {"m1": 0.1, "m2": 0.05, "m3": 0.0, "m4": -0.05}  # close: the ranking stays in doubt for rounds
+    db = tmp_path / "toy.duckdb"
+    con = warehouse.connect(db)
+    plant_dataset(con, "toy", [str(p) for p in range(1, 7)], list(quality))
+    con.close()
+    with FakeLLMServer(quality) as server:
+        options = judge_options(f"openai-compatible:judge@{server.openai_base_url}", samples_per_order=1,
+                                max_calls=90, multi_sample=False,
+                                adaptive=AdaptiveOptions(batch_calls=30, replicates=5, initial_prompts=2, seed=1))
+        out = adaptive_judge_flow(options, str(db))
+        requests = server.snapshot().requests
+    assert len(out.calls) >= 3, out.calls  # three rounds or more through one client
+    assert out.calls[-1] == out.stats.ok == requests > out.calls[0]
+    con = warehouse.connect(db, read_only=True)
+    stored = con.execute("SELECT count(*) FROM judgments WHERE judge = 'openai-compatible:judge' AND status = 'ok'"
+                         ).fetchall()[0][0]
+    status = con.execute("SELECT status FROM runs WHERE run_id = ?", [out.run_id]).fetchall()[0][0]
+    con.close()
+    assert stored == requests and status == "ok"

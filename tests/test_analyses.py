@@ -180,7 +180,8 @@ def test_report_shows_both_sections_only_when_the_tables_exist(rated, clones, ri
     assert 'data-figure="clone-ranks"' in text and 'data-figure="risk"' in text
     assert re.search(r"The selected NE \(equilibrium 0, the limiting logit equilibrium\) is the (\d+\w\w )?least "
                      r"risky of \d+ Nash equilibria", text)
-    assert "http://" not in text.split("<footer")[0] and "https://" not in text.split("<footer")[0]
+    page = re.sub(r"<script\b.*?</script>", "", text, flags=re.S).split("<footer")[0]  # plotly.js is inlined
+    assert "http://" not in page and "https://" not in page and not re.search(r"<script[^>]*\ssrc=", text)
     plain = rate_flow(RateOptions(dataset="vicuna80", judges=["prd:gpt4"], methods=["bt", "ne"],
                                   bootstrap=BootstrapOptions(replicates=0)), db)
     text = report_flow(plain.run_id, str(tmp_path), db).read_text(encoding="utf-8")

@@ -51,6 +51,8 @@ class AdaptiveJudge:
         self.stats = RunStats()
         self.budget = Budget(max_samples=session.options.caps.max_calls)
         self.provider = make_provider(session.setup.spec, timeout_s=session.options.retry.timeout_s)
+        # One event loop for every round: the provider's HTTP client belongs to the loop it first ran on.
+        self._loop = asyncio.Runner()
         self._next_index: dict[tuple[str, str, str], int] = {}
 
     def _samples(self):
@@ -86,7 +88,7 @@ class AdaptiveJudge:
             planned.append(PlannedRequest(*cell, sample_indices=(k,), next_free_index=k + 1, unparsed_allowance=0,
                                           tokens_in=estimate_message_tokens(messages)))
             keys.append((*cell, k))
-        asyncio.run(self._judge(planned))
+        self._loop.run(self._judge(planned))
         got = {(p, a, b, k): s for p, a, b, k, status, s in self._samples() if status == "ok"}
         return np.array([got.get(key, np.nan) for key in keys], float)
 
@@ -103,7 +105,10 @@ class AdaptiveJudge:
         add_stats(self.stats, runner.stats)
 
     def close(self) -> None:
-        asyncio.run(self.provider.aclose())
+        try:
+            self._loop.run(self.provider.aclose())
+        finally:
+            self._loop.close()
 
 
 @task(name="judge_adaptively", cache_policy=NONE)
