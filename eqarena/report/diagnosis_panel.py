@@ -25,14 +25,15 @@ def _deciding_table(found: Diagnosis) -> str:
     if not found.deciding:
         return ""
     pairs = list(dict.fromkeys((k, r) for p in found.deciding for k, r, _, _ in p.payoffs))
-    header = ["prompt", "mass", "text"] + [f"{k} vs {r}" for k, r in pairs]
+    texts = any(p.text for p in found.deciding)  # imported judgments often come without prompt texts
+    header = ["prompt", "mass"] + (["text"] if texts else []) + [f"{k} vs {r}" for k, r in pairs]
     rows = []
     for p in found.deciding:
         cells = {(k, r): (u, imputed) for k, r, u, imputed in p.payoffs}
         text = p.text or ""
         text = text if len(text) <= PROMPT_TEXT_LIMIT else text[:PROMPT_TEXT_LIMIT].rstrip() + " …"
-        rows.append([p.prompt_id, f"{p.mass:.0%}", text]
+        rows.append([p.prompt_id, f"{p.mass:.0%}"] + ([text] if texts else [])
                     + [(f"{cells[c][0]:+.2f}" + ("*" if cells[c][1] else "")) if c in cells else None for c in pairs])
     return (f'<p class="note">The prompts deciding the {page.escape(label(found.method))}, heaviest first, with '
             "the king's payoff against the rebel (−1 loss to +1 win; * imputed, no judge saw the pair):</p>"
-            + page.table(header, rows, name_columns=3))
+            + page.table(header, rows, name_columns=3 if texts else 1))

@@ -165,10 +165,13 @@ def _ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) -
     table = page.table(["model", f"{name} rank", f"{name} rating", "95% interval", "P(top 1)"]
                        + [f"{methods_registry.label(m)} rank" for m in others], rows)
     boots = d.intervals[0].replicates if d.intervals else d.run.parameters.get("bootstrap")
-    note = (f'<p class="note">Ordered by {page.escape(name)}, the headline method. Intervals are 95% bootstrap '
-            f"percentile intervals ({page.escape(boots)} replicates): over resampled prompts for an equilibrium "
-            "method, over resampled battles for Bradley-Terry; P(top 1) is the share of replicates that rank "
-            "the model first. Equilibrium ratings are deviation gains (0 in the support, negative outside). "
+    intervals = (f"Intervals are 95% bootstrap percentile intervals ({page.escape(boots)} replicates): over "
+                 "resampled prompts for an equilibrium method, over resampled battles for Bradley-Terry; P(top 1) "
+                 "is the share of replicates that rank the model first."
+                 if isinstance(boots, int) and boots >= 2 else "No intervals: the run was rated with --bootstrap "
+                 "below 2.")
+    note = (f'<p class="note">Ordered by {page.escape(name)}, the headline method. {intervals} Equilibrium '
+            "ratings are deviation gains (0 in the support, negative outside). "
             'The full tables are folded away below (<a href="#intervals">all intervals</a>, '
             '<a href="#model-ratings">all methods</a>).</p>')
     models = order["action"].to_list()
