@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from eqarena import warehouse
 from eqarena.cli.app import app
 from eqarena.options import BootstrapOptions, RateOptions
-from eqarena.report.render import FOLDED_SECTIONS, MAIN_SECTIONS, SECTIONS
+from eqarena.report.layout import FOLDED_SECTIONS, MAIN_SECTIONS, SECTIONS
 from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
 
 FIGURES = {

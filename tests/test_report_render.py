@@ -12,7 +12,8 @@ import pytest
 
 from eqarena import warehouse
 from eqarena.report import analysis_figures, figures, interactive
-from eqarena.report.render import SECTIONS, render_html
+from eqarena.report.layout import SECTIONS
+from eqarena.report.render import render_html
 from eqarena.tasks.report import load_report_data
 from eqarena.warehouse import ratings as store
 

@@ -17,7 +17,8 @@ def read_evidence(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str) -> 
     table = store.read_rating_table(con, run_id)
     method = headline_method(ordered(table["method"].unique().to_list()))
     support = {e.method: e.support for e in store.read_equilibria(con, run_id)}
-    mass = {(r.player, r.action): r.mass for r in store.read_marginals(con, run_id) if r.method == method and r.mass > MASS_TOLERANCE}
+    mass = {(r.player, r.action): r.mass for r in store.read_marginals(con, run_id)
+            if r.method == method and r.mass > MASS_TOLERANCE}
     prompt_mass = {a: m for (p, a), m in mass.items() if p == "prompt"}
     rebel_mass = {a: m for (p, a), m in mass.items() if p == "rebel"}
     prompts = deciding_prompt_ids(prompt_mass)

@@ -13,7 +13,8 @@ from eqarena.report.directory import report_dir
 from eqarena.report.analyses import load_clone_report, load_risk_report
 from eqarena.report.diagnosis import diagnose
 from eqarena.report.evidence import read_evidence
-from eqarena.report.render import ReportData, render_html
+from eqarena.report.data import ReportData
+from eqarena.report.render import render_html
 from eqarena.warehouse import ratings as store
 
 TOP_PROMPTS = 4
