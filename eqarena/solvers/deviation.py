@@ -10,6 +10,7 @@ The ratings are the lexicographically smallest vector of gains, largest first: a
     t_k = min_{sigma in simplex, t}  t   s.t.  delta_a(sigma) <= t       for every action a not yet rated,
                                               delta_a(sigma) <= r_a     for every action a rated before,
 
+
 after which the actions pinned at t_k (those whose constraint binds in every optimal sigma; found from
 the LP's positive dual multipliers, at least one per LP since they sum to 1) are rated r_a = t_k; repeat
 until every action of every player is rated. The first LP needs no CCE constraint: its optimum t_1 <= 0
@@ -43,6 +44,7 @@ from eqarena.solvers.equilibrium import Equilibrium
 from eqarena.solvers.games import Game, KothGame, NormalFormGame
 
 DUAL_TOL = 1e-9  # a multiplier above this pins its action at the LP's optimum
+RELAX = (1e-9, 1e-8, 1e-7)  # if round-off leaves an LP infeasible, pinned bounds r_a + these, in turn
 _HIGHS = {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}
 
 
@@ -89,7 +91,7 @@ def lexicographic_minmax(lp: GainLP, *, dual_tol: float = DUAL_TOL, backend: str
     while not rated.all():
         free = np.flatnonzero(~rated)
         start = time.perf_counter()
-        t, v, multipliers = solve()
+        t, v, multipliers = _solve_relaxing(solve)
         seconds.append(time.perf_counter() - start)
         multipliers = multipliers[free]
         pinned = multipliers > dual_tol
@@ -102,6 +104,25 @@ def lexicographic_minmax(lp: GainLP, *, dual_tol: float = DUAL_TOL, backend: str
     return Levels(ratings, v, levels, seconds)
 
 
+def _solve_relaxing(solve):
+    """One LP of the sequence; if round-off in the pinned bounds r_a makes it infeasible, re-solve with
+    every pinned bound raised by RELAX[0], then RELAX[1], ... (kept for the rest of the sequence)."""
+    for slack in (None, *RELAX):
+        if slack is not None:
+            solve.relax(slack)
+        try:
+            return solve()
+        except _Infeasible:
+            if slack == RELAX[-1]:
+                raise RuntimeError("deviation ratings: an LP of the sequence is infeasible even with pinned "
+                                   f"bounds relaxed by {RELAX[-1]:g}") from None
+            continue
+
+
+class _Infeasible(RuntimeError):
+    pass
+
+
 class _ScipyLP:
     """min t over [v, t] by scipy linprog; rows < k are gain rows (<= 0 with -t, or <= r once pinned)."""
 
@@ -110,17 +131,25 @@ class _ScipyLP:
         self.a_eq, self.rhs, self.bounds = matrix[k:], rhs, bounds
         self.c = np.zeros(matrix.shape[1])
         self.c[-1] = 1.0
+        self.pinned, self.slack = np.full(k, np.nan), 0.0
 
     def __call__(self):
         res = linprog(self.c, A_ub=self.a_ub.tocsr(), b_ub=self.b_ub, A_eq=self.a_eq, b_eq=self.rhs,
                       bounds=self.bounds, method="highs", options=_HIGHS)
+        if res.status == 2:
+            raise _Infeasible(res.message)
         if res.status != 0:
             raise RuntimeError(f"deviation ratings: LP failed: {res.message}")
         return float(res.x[-1]), res.x[:-1], -np.asarray(res.ineqlin.marginals)
 
     def pin(self, rows, value):
         self.a_ub[rows, -1] = 0.0
-        self.b_ub[rows] = value
+        self.b_ub[rows] = value + self.slack
+        self.pinned[rows] = value
+
+    def relax(self, slack):
+        self.slack = slack
+        self.b_ub[~np.isnan(self.pinned)] = self.pinned[~np.isnan(self.pinned)] + slack
 
 
 class _HighsLP:
@@ -150,10 +179,17 @@ class _HighsLP:
                   np.concatenate([np.zeros(k), rhs, np.zeros(k)]),
                   full.nnz, full.indptr[:-1].astype(np.int32), full.indices.astype(np.int32), full.data)
         self.k, self.n, self.link = k, n, rows
+        self.pinned, self.slack = np.full(k, np.nan), 0.0
 
     def __call__(self):
         self.h.run()
         status = self.h.getModelStatus()
+        if status != self.highspy.HighsModelStatus.kOptimal:  # once more from scratch, without the old basis
+            self.h.clearSolver()
+            self.h.run()
+            status = self.h.getModelStatus()
+        if status == self.highspy.HighsModelStatus.kInfeasible:
+            raise _Infeasible()
         if status != self.highspy.HighsModelStatus.kOptimal:
             raise RuntimeError(f"deviation ratings: LP failed: {self.h.modelStatusToString(status)}")
         sol = self.h.getSolution()
@@ -161,9 +197,15 @@ class _HighsLP:
         return float(x[-1]), x[: self.n], -np.asarray(sol.row_dual)[self.link: self.link + self.k]
 
     def pin(self, rows, value):
+        self.pinned[rows] = value
         for row in rows:
-            self.h.changeColBounds(self.n + int(row), -self.inf, float(value))
+            self.h.changeColBounds(self.n + int(row), -self.inf, float(value) + self.slack)
             self.h.changeRowBounds(self.link + int(row), -self.inf, self.inf)
+
+    def relax(self, slack):
+        self.slack = slack
+        for row in np.flatnonzero(~np.isnan(self.pinned)):
+            self.h.changeColBounds(self.n + int(row), -self.inf, float(self.pinned[row]) + slack)
 
 
 def dense_lp(game: NormalFormGame) -> GainLP:
