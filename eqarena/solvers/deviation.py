@@ -227,7 +227,7 @@ def koth_lp(u_king: np.ndarray) -> GainLP:
     u = np.asarray(u_king, dtype=np.float64)
     p, m, _ = u.shape
     nx, ny, nz = p * m * m, m * m, p * m
-    ox, oy, oz, ow, ov = 0, nx, nx + ny, nx + ny + nz, nx + ny + 2 * nz
+    oy, oz, ow, ov = nx, nx + ny, nx + ny + nz, nx + ny + 2 * nz  # where y, z, w and the values start
     n = ov + 3
     u_rebel = np.where(np.eye(m, dtype=bool)[None], -1.0, -u)
     idx = np.arange(nx).reshape(p, m, m)
