@@ -194,3 +194,7 @@ register(RatingMethod(
 register(RatingMethod(
     "cce-shannon", "CCE-Shannon", "#8172b3", "maximum-entropy CCE (uniform target; not clone-invariant)",
     "cce", "uniform", solve="eqarena.solvers.cce:cce"))
+register(RatingMethod(
+    "deviation", "Deviation", "#937860", "deviation ratings: the CCE deviation gains minimised lexicographically, "
+    "largest first (Marris et al. 2025; clone-invariant, no selection target)", "cce", "strictest",
+    solve="eqarena.solvers.deviation:deviation", default=False))
