@@ -1,13 +1,13 @@
 """Benchmark: how often the bootstrap's 95% rating intervals (eqarena/solvers/bootstrap.py) hold the true rating.
 
     uv run python bench/coverage.py [--seeds 48] [--methods ne,cce] [--truths grid,smooth] [--replicates 100]
-                                    [--compare]
+                                    [--verdicts 8] [--compare]
 
 Judge noise alone ("judgments" scheme): for each seed s the expected payoffs are
 synthetic_king_tensor(30, 4, seed=200 + s, judgments=16) ("grid": means of 16 verdicts, so many cells are
 exactly +-1 and ties are exact) or the same skills' Bradley-Terry expectations (judgments=None,
 "smooth"), and the truth is the method's king ratings of that expected game; a simulated judge
-(solvers.toy_games.simulated_battles) gives 8 +-1 verdicts per ordered cell, and the interval is that of
+(solvers.toy_games.simulated_battles) gives `--verdicts` (8) +-1 verdicts per ordered cell, and the interval is that of
 `--replicates` judgment replicates (their central 95% range widened to hold the full-data rating,
 solvers.intervals). Per truth and method: the share of (seed,
 model) cases whose interval holds the truth, with a binomial 95% interval for that share
@@ -47,13 +47,14 @@ def alternatives(ratings: np.ndarray, rating: np.ndarray) -> dict[str, tuple[np.
             "shifted": (np.clip(rating - (median - q_lo), -2.0, 0.0), np.clip(rating + (q_hi - median), -2.0, 0.0))}
 
 
-def cover(truth_kind: str, methods: list[str], seeds: int, replicates: int, workers: int, started: float) -> dict:
+def cover(truth_kind: str, methods: list[str], seeds: int, replicates: int, workers: int, started: float,
+          verdicts: int = 8) -> dict:
     """Per method: hits (one per seed and model), mean widths per seed, misses by kind; per alternative
     construction (`alternatives`): hits, widths and how often the full-data rating fell outside."""
     out = {m: {"hits": [], "widths": [], "support": 0, "spread": 0, "other": {}} for m in methods}
     for seed in range(seeds):
         u = synthetic_king_tensor(30, 4, seed=200 + seed, judgments=TRUTHS[truth_kind])
-        judged, battles = simulated_battles(u, 8, np.random.default_rng(seed))
+        judged, battles = simulated_battles(u, verdicts, np.random.default_rng(seed))
         results = bootstrap_ratings(judged, methods, replicates=replicates, seed=seed, schemes=("judgments",),
                                     battles=battles, map_units=process_map(workers))
         for r in results:
@@ -83,6 +84,7 @@ def main() -> None:
     parser.add_argument("--truths", default="grid,smooth", help="comma-separated: grid, smooth")
     parser.add_argument("--replicates", type=int, default=100)
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--verdicts", type=int, default=8, help="judge verdicts per ordered cell")
     parser.add_argument("--compare", action="store_true",
                         help="also the plain and the shifted percentile intervals of the same replicates")
     args = parser.parse_args()
@@ -93,8 +95,8 @@ def main() -> None:
         parser.error(f"--truths: unknown {', '.join(unknown)}; choose among {', '.join(TRUTHS)}")
 
     started = time.perf_counter()
-    results = {t: cover(t, methods, args.seeds, args.replicates, args.workers, started) for t in truths}
-    print(f"judge noise alone: {args.seeds} games of 30 prompts x 4 models, 8 verdicts per ordered cell, "
+    results = {t: cover(t, methods, args.seeds, args.replicates, args.workers, started, args.verdicts) for t in truths}
+    print(f"judge noise alone: {args.seeds} games of 30 prompts x 4 models, {args.verdicts} verdicts per ordered cell, "
           f"{args.replicates} judgment replicates, 95% intervals (percentile, widened to the full-data rating)")
     print()
     header = f"{'truth':<7} {'method':<12} {'cases':>6} {'coverage':>9} {'95% CI of coverage':>19} " \
