@@ -160,15 +160,17 @@ def _intervals_section(d: ReportData, eq_methods: list[str]) -> str:
     first = d.intervals[0]
     note = (f'<p class="note">{first.replicates} bootstrap replicates per method and scheme, each game '
             "re-solved exactly (same solver and selection target as the full data); "
-            f"{first.confidence:.0%} percentile intervals. <b>over prompts</b>: prompts drawn with "
+            f"{first.confidence:.0%} percentile intervals, widened where needed to hold the full-data rating "
+            "shown beside them. <b>over prompts</b>: prompts drawn with "
             "replacement. Copies of a prompt are clones, which the affinity target of ne / cce ignores: their "
             "interval shows how the ratings depend on which distinct prompts are present (about 63% per "
             "replicate), a sensitivity band rather than calibrated confidence; the -shannon variants weight "
             "copies. <b>over judgments</b> (judge noise): each order's mean score drawn from the Dirichlet "
             "posterior of its judge samples (a prior of half a win and half a loss), around the full-data cell, "
             "so unanimous orders and single judgments move too; a cell at +-1 can only move inward, so with few "
-            "judgments per cell the interval can sit beside the full-data rating, which takes each verdict at "
-            "face value. Ranks: tied models share their ranks evenly; P(top k) sums ranks 1..k.</p>")
+            "judgments per cell the replicates can all lie to one side of the full-data rating, which takes "
+            "each verdict at face value: the interval then ends at that rating. Ranks: tied models share their "
+            "ranks evenly; P(top k) sums ranks 1..k.</p>")
     figs = (page.figure(figures.data_uri(figures.equilibrium_intervals(d.models, {m: shown[m] for m in methods})),
                         "equilibrium-intervals", "Full-data ratings with bootstrap intervals, per method and scheme")
             + page.figure(figures.data_uri(figures.rank_probability_heatmaps(d.models, probs)),
