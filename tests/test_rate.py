@@ -245,6 +245,19 @@ def test_latest_model_ratings_carry_every_methods_interval(vicuna):
         assert sum(p for m, _, _, _, p in rows if m == method) == pytest.approx(1.0)
 
 
+def test_every_stored_interval_holds_the_rating_beside_it(vicuna):
+    """Both schemes of every equilibrium method (rating_intervals) and Bradley-Terry's own (ratings), as the
+    view shows them: PRD's one judgment per order leaves many unanimous cells, whose replicates move inward."""
+    db, result = vicuna
+    rows = _query(db, "SELECT method, scheme, model_id, rating, lo, hi FROM rating_intervals WHERE run_id = ?",
+                  [result.run_id])
+    assert len(rows) == len(EQ_METHODS) * 2 * len(MODELS)
+    shown = _query(db, "SELECT method, 'view', model_id, rating, ci_lo, ci_hi FROM latest_model_ratings")
+    assert {m for m, *_ in shown} == {"bt", *EQ_METHODS}
+    for method, scheme, model, rating, lo, hi in rows + shown:
+        assert lo <= rating <= hi, (method, scheme, model, rating, lo, hi)
+
+
 def test_pooled_prd_judges(vicuna, prefect_harness, prd_csv):
     from eqarena.flows.rate import rate_flow
 

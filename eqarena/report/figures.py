@@ -50,8 +50,8 @@ def rank_comparison(models: Sequence[str], ranks: Mapping[str, Mapping[str, int]
 
 def bt_intervals(models: Sequence[str], elo: np.ndarray, lo: np.ndarray, hi: np.ndarray, method: str = "bt",
                  label: str = "Bradley-Terry") -> Figure:
-    """Ratings with their bootstrap intervals, best on top (a model-rating method's). The interval is drawn
-    from its own bounds: a percentile interval need not contain the full-data rating."""
+    """Ratings with their bootstrap intervals, best on top (a model-rating method's); each interval holds its
+    rating (`solvers.intervals`)."""
     order = np.argsort(elo)
     fig, ax = plt.subplots(figsize=(6.5, 0.8 + 0.4 * len(models)))
     y = np.arange(len(models))
@@ -190,7 +190,7 @@ SCHEME_MARKERS = {"prompts": "o", "judgments": "s"}
 
 def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping[str, Mapping[str, tuple]]]) -> Figure:
     """One panel per equilibrium method: each model's full-data rating (eq. 1) with its bootstrap
-    percentile interval per resampling scheme. intervals[method][scheme][model] = (rating, lo, hi)."""
+    interval per resampling scheme. intervals[method][scheme][model] = (rating, lo, hi)."""
     methods = list(intervals)
     fig, axes = plt.subplots(1, len(methods), figsize=(3.4 * len(methods) + 1.2, 1.25 + 0.42 * len(models)),
                              squeeze=False, sharey=True)
@@ -201,7 +201,6 @@ def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping
             rows = intervals[method][scheme]
             r, lo, hi = (np.array([rows[m][c] if m in rows else np.nan for m in models]) for c in range(3))
             offset = (k - (len(schemes) - 1) / 2) * 0.22
-            # The full-data rating may lie outside its replicates' percentile interval: drawn apart.
             colour, alpha = method_colour(method), 1.0 if k == 0 else 0.55
             ax.hlines(y + offset, lo, hi, color=colour, alpha=alpha, linewidth=2)
             ax.plot(r, y + offset, SCHEME_MARKERS.get(scheme, "o"), color=colour, alpha=alpha, markersize=4,

@@ -49,7 +49,8 @@ def ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) ->
     table = page.table(["model", f"{name} rank", f"{name} rating", "95% interval", "P(top 1)"]
                        + [f"{methods_registry.label(m)} rank" for m in others], rows)
     boots = d.intervals[0].replicates if d.intervals else d.run.parameters.get("bootstrap")
-    intervals = (f"Intervals are 95% bootstrap percentile intervals ({page.escape(boots)} replicates): over "
+    intervals = (f"Intervals are 95% bootstrap percentile intervals ({page.escape(boots)} replicates), widened "
+                 "where needed to hold the rating shown: over "
                  "resampled prompts for an equilibrium method, over resampled battles for Bradley-Terry; P(top 1) "
                  "is the share of replicates that rank the model first."
                  if isinstance(boots, int) and boots >= 2 else "No intervals: the run was rated with --bootstrap "

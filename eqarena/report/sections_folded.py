@@ -42,15 +42,16 @@ def intervals_section(d: ReportData, methods: list[str]) -> str:
         first = d.intervals[0]
         note = (f'<p class="note">{first.replicates} bootstrap replicates per equilibrium method and scheme, '
                 "each game re-solved exactly (same solver and selection target as the full data); "
-                f"{first.confidence:.0%} percentile intervals. <b>over prompts</b>: prompts drawn with "
+                f"{first.confidence:.0%} percentile intervals, widened where needed to hold the full-data rating "
+                "shown beside them. <b>over prompts</b>: prompts drawn with "
                 "replacement. Copies of a prompt are clones, which the affinity target of ne / cce ignores: "
                 "their interval shows how the ratings depend on which distinct prompts are present (about 63% "
                 "per replicate), a sensitivity band rather than calibrated confidence; the -shannon variants "
                 "weight copies. <b>over judgments</b> (judge noise): each order's mean score drawn from the "
                 "Dirichlet posterior of its judge samples (a prior of half a win and half a loss), around the "
                 "full-data cell, so unanimous orders and single judgments move too; a cell at +-1 can only move "
-                "inward, so with few judgments per cell the interval can sit beside the full-data rating, which "
-                "takes each verdict at face value. Ranks: tied models share their ranks evenly; P(top k) sums "
+                "inward, so with few judgments per cell the replicates can all lie to one side of the full-data "
+                "rating, which takes each verdict at face value: the interval then ends at that rating. Ranks: tied models share their ranks evenly; P(top k) sums "
                 "ranks 1..k. Model-rating methods (Bradley-Terry) resample the judged battles.</p>")
     rows = [[r.method, BATTLES, r.action, r.rating, r.ci_lo, r.ci_hi, None, None]
             for m in methods for r in sorted(own, key=lambda r: (r.rank, r.action)) if r.method == m]

@@ -30,6 +30,10 @@ Shannon variants (uniform target) count copies: their replicate equals the disti
 the prompt target proportional to the copy counts (the ordinary bootstrap of a weighted game). Both
 identities are used to solve the smaller distinct-prompt game (tests/test_bootstrap.py checks them).
 
+Intervals: the central `confidence` percentile range of the replicates, widened to hold the full-data
+rating shown beside it (`solvers.intervals`, which says why this construction): under "judgments" a
+cell at +-1 only moves inward, so with unanimous cells the replicates can all sit to one side of it.
+
 Ranks: per replicate, models whose ratings agree to `RANK_DECIMALS` decimals share their ranks evenly
 (two models tied for first each get rank 1 and rank 2 with probability 1/2), so each replicate's rank
 matrix is doubly stochastic and the probabilities sum to 1 per model and per rank. P(top-k) is the
@@ -45,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqarena.methods import get_method
+from eqarena.solvers.intervals import rating_interval
 from eqarena.solvers.replicates import (  # noqa: F401  (one replicate's game and solve, re-exported)
     SCHEMES,
     Groups,
@@ -66,7 +71,8 @@ class BootstrapRatings:
     """One method's bootstrap under one scheme, over M models and B replicates.
 
     ratings (B, M): king ratings (eq. 1) of each replicate's equilibrium; exploitability (B,);
-    lo, hi (M,): percentile interval at `confidence`; rank_probabilities (M, M): [model, rank - 1];
+    rating (M,): the full-data ratings; lo, hi (M,): the percentile interval at `confidence` widened to
+    hold `rating` (`solvers.intervals`); rank_probabilities (M, M): [model, rank - 1];
     top_k: {k: (M,) P(rank <= k)}.
     """
 
@@ -74,6 +80,7 @@ class BootstrapRatings:
     scheme: str
     ratings: np.ndarray
     exploitability: np.ndarray
+    rating: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     rank_probabilities: np.ndarray
@@ -94,18 +101,18 @@ def rank_probabilities(ratings: np.ndarray, decimals: int = RANK_DECIMALS) -> np
     return share.mean(axis=0)
 
 
-def summarise(method: str, scheme: str, ratings: np.ndarray, exploitability: np.ndarray,
+def summarise(method: str, scheme: str, ratings: np.ndarray, exploitability: np.ndarray, rating: np.ndarray,
               confidence: float = CONFIDENCE, seconds: float = 0.0) -> BootstrapRatings:
-    """Percentile interval, rank and top-k probabilities of replicate ratings (B, M)."""
+    """Interval around the full-data `rating` (M,), rank and top-k probabilities of replicate ratings (B, M)."""
     ratings = np.asarray(ratings, dtype=np.float64)
-    tail = 100.0 * (1.0 - confidence) / 2.0
-    lo, hi = np.percentile(ratings, [tail, 100.0 - tail], axis=0)
+    rating = np.asarray(rating, dtype=np.float64)
+    lo, hi = rating_interval(ratings, rating, confidence)
     probs = rank_probabilities(ratings)
     top = {k: probs[:, : min(k, probs.shape[1])].sum(axis=1) for k in TOP_K}
     expl = np.asarray(exploitability, dtype=np.float64)
     diag = {"replicates": len(ratings), "max_exploitability": float(expl.max(initial=0.0)),
             "above_1e-6": int(np.sum(expl > 1e-6))}
-    return BootstrapRatings(method, scheme, ratings, expl, lo, hi, probs, top, confidence, seconds, diag)
+    return BootstrapRatings(method, scheme, ratings, expl, rating, lo, hi, probs, top, confidence, seconds, diag)
 
 
 # ------------------------------------------------------------------------------------ running them
@@ -177,6 +184,7 @@ def bootstrap_ratings(
     batched: bool | None = None,
     settling: Settling | None = None,
     progress: Callable[[int], None] | None = None,
+    full: Mapping[str, np.ndarray] | None = None,
 ) -> list[BootstrapRatings]:
     """Bootstrap every equilibrium method of `methods` (names of the method registry) under every
     scheme of `schemes`.
@@ -191,6 +199,8 @@ def bootstrap_ratings(
     (bench/bootstrap.py). settling: stop before `replicates` once the intervals settle (`Settling`;
     the methods solved one by one only); diagnostics["stopped"] says why the bootstrap ended.
     progress: called with the number of replicates done (per method and scheme) as they complete.
+    full: {method: (M,)} the full-data ratings the intervals must hold (the ones shown beside them);
+    a method missing from it is solved here (`solve_king_ratings`).
     Returns one BootstrapRatings per (method, scheme), methods outer.
     """
     if any(not get_method(m).is_equilibrium for m in methods) or any(s not in SCHEMES for s in schemes):
@@ -238,10 +248,11 @@ def bootstrap_ratings(
                 collected[(m, s)] = [(0, r, e, time.perf_counter() - start)]
     out = []
     for m in methods:
+        rating = full[m] if full is not None and m in full else solve_king_ratings(m, solver.u_king)[0]
         for s in schemes:
             parts = sorted(collected[(m, s)], key=lambda p: p[0])
             out.append(summarise(m, s, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]),
-                                 confidence, sum(p[3] for p in parts)))
+                                 rating, confidence, sum(p[3] for p in parts)))
             out[-1].diagnostics.update(batched=(m, s) in fallbacks, fallback=fallbacks.get((m, s), 0),
                                        stopped=stopped)
     return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eqarena.methods import Battles, ModelFit
+from eqarena.solvers.intervals import rating_interval
 
 ELO_SCALE = 400.0 / np.log(10.0)  # rating points per unit of natural-log strength
 ELO_ANCHOR = 1000.0
@@ -29,7 +30,8 @@ _MAX_STEP = 4.0
 
 @dataclass(frozen=True, eq=False)
 class EloRatings:
-    """Ratings on the Elo scale; `ci_lo`/`ci_hi` are percentile bootstrap bounds (None without bootstrap).
+    """Ratings on the Elo scale; `ci_lo`/`ci_hi` are bootstrap bounds that hold `ratings` (None without
+    bootstrap; `solvers.intervals`).
 
     `samples` (B, M) are the bootstrap replicates' ratings, `log_strengths` the fitted theta (M,)
     before the Elo affine map, `iterations` the Newton steps of the full-data fit.
@@ -79,7 +81,8 @@ def bradley_terry(
       regularization: L2 penalty on theta (0 = plain MLE, which needs every model to have both a
         win and a loss share against a connected opponent graph).
       bootstrap: number of replicates that resample the K battles with replacement; the interval is
-        the central `confidence` percentile range of the replicates' ratings. `seed` fixes them.
+        the central `confidence` percentile range of the replicates' ratings, widened to hold the
+        full-data rating (`solvers.intervals`). `seed` fixes them.
     """
     a, b, o, w, m = _battles(model_a, model_b, outcome, weights, num_models)
     if anchor is not None and not 0 <= anchor < m:
@@ -113,9 +116,7 @@ def bradley_terry(
             th, _ = _fit(g, s, max(regularization, 0.0), tol, max_iter, strict=False)
             reps.append(_to_elo(th, anchor))
         samples = np.concatenate(reps)
-        alpha = (1.0 - confidence) / 2.0
-        ci_lo = np.quantile(samples, alpha, axis=0)
-        ci_hi = np.quantile(samples, 1.0 - alpha, axis=0)
+        ci_lo, ci_hi = rating_interval(samples, ratings, confidence)
     return EloRatings(
         ratings=ratings,
         ci_lo=ci_lo,
@@ -270,7 +271,7 @@ def tensor_battles(u_king) -> dict[str, np.ndarray]:
 
 def fit_bradley_terry(u_king, battles: Battles | None, bootstrap: int = 0, seed: int = 0) -> ModelFit:
     """Bradley-Terry Elo (mean 1000) on `battles` (a score s counts as (1 + s) / 2 of a win), or on the
-    tensor's battles without them, with percentile bootstrap intervals. When the plain maximum-likelihood
+    tensor's battles without them, with bootstrap intervals that hold the ratings. When the plain maximum-likelihood
     fit does not exist (a model never loses or never wins), a small L2 penalty
     (FALLBACK_REGULARIZATION) keeps it finite; the diagnostics record which was used."""
     u = np.asarray(u_king, dtype=np.float64)

@@ -123,7 +123,7 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
     settling = Settling(tol=options.settle) if options.settle > 0 else None
     results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
                                 battles=battles, imputed=tensor.imputed, map_units=process_map(workers),
-                                settling=settling, progress=progress)
+                                settling=settling, progress=progress, full=full)
     records = [
         IntervalRecord(
             method=b.method, scheme=b.scheme, models=tensor.models, rating=np.asarray(full[b.method]),
