@@ -77,6 +77,14 @@ def cover(truth_kind: str, methods: list[str], seeds: int, replicates: int, work
     return out
 
 
+
+def _coverage_columns(outcome) -> str:
+    """Coverage, its 95% Clopper-Pearson interval and the mean width of one row's intervals."""
+    k, n = int(np.sum(outcome["hits"])), len(outcome["hits"])
+    ci = binomtest(k, n).proportion_ci(0.95)
+    return f"{k / n:>9.1%} {f'{ci.low:.1%} - {ci.high:.1%}':>19} {np.mean(outcome['widths']):>11.3f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=48)
@@ -106,10 +114,7 @@ def main() -> None:
     for t in truths:
         for m in methods:
             o = results[t][m]
-            k, n = int(np.sum(o["hits"])), len(o["hits"])
-            ci = binomtest(k, n).proportion_ci(0.95)
-            print(f"{t:<7} {m:<12} {n:>6} {k / n:>9.1%} {f'{ci.low:.1%} - {ci.high:.1%}':>19} "
-                  f"{np.mean(o['widths']):>11.3f} {o['support']:>16} {o['spread']:>7}")
+            print(f"{t:<7} {m:<12} {len(o['hits']):>6} {_coverage_columns(o)} {o['support']:>16} {o['spread']:>7}")
     if args.compare:
         print("\nthe same replicates, other intervals")
         header = f"{'truth':<7} {'method':<12} {'interval':<11} {'coverage':>9} {'95% CI of coverage':>19} " \
@@ -119,10 +124,7 @@ def main() -> None:
         for t in truths:
             for m in methods:
                 for name, a in results[t][m]["other"].items():
-                    k, n = int(np.sum(a["hits"])), len(a["hits"])
-                    ci = binomtest(k, n).proportion_ci(0.95)
-                    print(f"{t:<7} {m:<12} {name:<11} {k / n:>9.1%} {f'{ci.low:.1%} - {ci.high:.1%}':>19} "
-                          f"{np.mean(a['widths']):>11.3f} {a['outside']:>15}")
+                    print(f"{t:<7} {m:<12} {name:<11} {_coverage_columns(a)} {a['outside']:>15}")
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
