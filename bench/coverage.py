@@ -85,6 +85,13 @@ def _coverage_columns(outcome) -> str:
     return f"{k / n:>9.1%} {f'{ci.low:.1%} - {ci.high:.1%}':>19} {np.mean(outcome['widths']):>11.3f}"
 
 
+def _print_table(header: str, rows: list[str]) -> None:
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(row)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=48)
@@ -107,24 +114,16 @@ def main() -> None:
     print(f"judge noise alone: {args.seeds} games of 30 prompts x 4 models, {args.verdicts} verdicts per ordered cell, "
           f"{args.replicates} judgment replicates, 95% intervals (percentile, widened to the full-data rating)")
     print()
-    header = f"{'truth':<7} {'method':<12} {'cases':>6} {'coverage':>9} {'95% CI of coverage':>19} " \
-             f"{'mean width':>11} {'misses: support':>16} {'spread':>7}"
-    print(header)
-    print("-" * len(header))
-    for t in truths:
-        for m in methods:
-            o = results[t][m]
-            print(f"{t:<7} {m:<12} {len(o['hits']):>6} {_coverage_columns(o)} {o['support']:>16} {o['spread']:>7}")
+    _print_table(f"{'truth':<7} {'method':<12} {'cases':>6} {'coverage':>9} {'95% CI of coverage':>19} "
+                 f"{'mean width':>11} {'misses: support':>16} {'spread':>7}",
+                 [f"{t:<7} {m:<12} {len(o['hits']):>6} {_coverage_columns(o)} {o['support']:>16} {o['spread']:>7}"
+                  for t in truths for m, o in ((m, results[t][m]) for m in methods)])
     if args.compare:
         print("\nthe same replicates, other intervals")
-        header = f"{'truth':<7} {'method':<12} {'interval':<11} {'coverage':>9} {'95% CI of coverage':>19} " \
-                 f"{'mean width':>11} {'rating outside':>15}"
-        print(header)
-        print("-" * len(header))
-        for t in truths:
-            for m in methods:
-                for name, a in results[t][m]["other"].items():
-                    print(f"{t:<7} {m:<12} {name:<11} {_coverage_columns(a)} {a['outside']:>15}")
+        _print_table(f"{'truth':<7} {'method':<12} {'interval':<11} {'coverage':>9} {'95% CI of coverage':>19} "
+                     f"{'mean width':>11} {'rating outside':>15}",
+                     [f"{t:<7} {m:<12} {name:<11} {_coverage_columns(a)} {a['outside']:>15}"
+                      for t in truths for m in methods for name, a in results[t][m]["other"].items()])
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 
