@@ -40,7 +40,7 @@ def style_difference(counts_a: np.ndarray, counts_b: np.ndarray) -> np.ndarray:
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     total = a[..., 0] + b[..., 0]
     with np.errstate(invalid="ignore", divide="ignore"):
-        out[..., 0] = np.where(total > 0, (a[..., 0] - b[..., 0]) / total, 0.0)
+        out[..., 0] = np.where(total == 0, 0.0, (a[..., 0] - b[..., 0]) / total)  # NaN stays NaN
     da, db = a[..., 1:] / (a[..., :1] + 1.0), b[..., 1:] / (b[..., :1] + 1.0)
     out[..., 1:] = (da - db) / (da + db + 1.0)
     return out
