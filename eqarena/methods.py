@@ -12,7 +12,9 @@ first use, which keeps this module light: it imports nothing of eqarena, so ever
 
 `battles` are the judgments behind u_king ({'prompt', 'model_a', 'model_b': int (K,), 'score': (K,)},
 scores in [-1, 1] for model_a), or None where only the tensor is known (the clone analysis): a method
-then rates from u_king alone.
+then rates from u_king alone, or, if it `needs_battles`, is not offered there. The rate flow may add
+'baseline' (a model index: `rate --baseline`) and 'style' ((K, F) style-feature differences of the two
+answers, NaN rows where a text is missing: `rate --style-control`) for the methods that use them.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ class RatingMethod:
     the report and the console show it; concept: the solution concept stored with an equilibrium
     ("nash", "cce", "bradley-terry", ...); target: the selection target passed to `solve`
     ("affinity", "uniform"; None for model-rating methods); default: rated when no --methods is given;
-    rating_format: how a rating prints (a format spec).
+    rating_format: how a rating prints (a format spec); needs_battles: rates only from the judgments
+    (not from a tensor alone, so the clone analysis leaves it out).
     """
 
     name: str
@@ -63,6 +66,7 @@ class RatingMethod:
     fit: Callable[[np.ndarray, Battles | None, int, int], ModelFit] | str | None = None
     default: bool = True
     rating_format: str = "+.3f"
+    needs_battles: bool = False
 
     def __post_init__(self):
         if (self.solve is None) == (self.fit is None):
@@ -172,6 +176,11 @@ def format_rating(name: str, rating: float) -> str:
     return format(round(rating, decimals) + 0.0, spec)  # + 0.0 turns -0.0 into 0.0
 
 
+def tensor_methods(names: Iterable[str]) -> tuple[str, ...]:
+    """`names` without the methods that need the judgments (what a tensor alone can be rated by)."""
+    return tuple(n for n in names if n not in _REGISTRY or not _REGISTRY[n].needs_battles)
+
+
 def is_equilibrium(name: str) -> bool:
     """Whether `name` rates by an equilibrium (an unregistered name: judged by its stored rows elsewhere)."""
     return name in _REGISTRY and _REGISTRY[name].is_equilibrium
@@ -198,3 +207,13 @@ register(RatingMethod(
     "deviation", "Deviation", "#937860", "deviation ratings: the CCE deviation gains minimised lexicographically, "
     "largest first (Marris et al. 2025; clone-invariant, no selection target)", "cce", "strictest",
     solve="eqarena.solvers.deviation:deviation", default=False))
+register(RatingMethod(
+    "winrate", "Win rate", "#da8bc3", "percent win rate against a baseline model (rate --baseline), ties half and "
+    "decisive verdicts thrice, both positions per prompt: arena-hard-auto's headline score",
+    "win-rate", fit="eqarena.solvers.win_rate:fit_win_rate", default=False, rating_format=".1f",
+    needs_battles=True))
+register(RatingMethod(
+    "bt-style", "BT (style)", "#8c8c8c", "Bradley-Terry with the answers' length and markdown (headers, lists, "
+    "bold) as covariates: style control as arena-hard-auto and Chatbot Arena fit it (rate --style-control)",
+    "bradley-terry-style", fit="eqarena.solvers.style_control:fit_style_bradley_terry", default=False,
+    rating_format=".0f", needs_battles=True))

@@ -119,7 +119,10 @@ class BootstrapOptions:
 class RateOptions:
     """What `rate` solves: the judgments of `judges` (empty: every judge of the dataset; `all-prd`: the
     five recorded PRD judges) on `dataset`, by `methods` (names of the method registry; None: its
-    default methods), with a missing-cell policy, an order rule and a bootstrap."""
+    default methods), with a missing-cell policy, an order rule and a bootstrap. `baseline`: the model
+    the `winrate` method rates against (None: the model in the most judgments, which for an
+    arena-hard-auto import is its baseline); `style_control`: also rate by `bt-style` (Bradley-Terry
+    with the answers' length and markdown as covariates)."""
 
     dataset: str | None = None
     judges: tuple[str, ...] = ()
@@ -127,6 +130,8 @@ class RateOptions:
     missing: MissingPolicy = MissingPolicy.REFUSE
     orders: OrderRule = OrderRule.BOTH
     bootstrap: BootstrapOptions = field(default_factory=BootstrapOptions)
+    baseline: str | None = None
+    style_control: bool = False
 
     def __post_init__(self):
         _tuple(self, "judges", "methods")

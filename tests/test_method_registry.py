@@ -19,6 +19,7 @@ from eqarena.methods import (
     parse_methods,
     register,
     registered,
+    tensor_methods,
     unregister,
 )
 from eqarena.solvers import synthetic_king_tensor
@@ -54,9 +55,10 @@ def toys():
 
 
 def test_the_built_in_methods_in_order():
-    assert method_names() == ("bt", "ne", "cce", "ne-shannon", "cce-shannon", "deviation")
+    assert method_names() == ("bt", "ne", "cce", "ne-shannon", "cce-shannon", "deviation", "winrate", "bt-style")
     assert method_names(default_only=True) == ("bt", "ne", "cce", "ne-shannon", "cce-shannon")
-    assert [m.is_equilibrium for m in registered()] == [False, True, True, True, True, True]
+    assert [m.is_equilibrium for m in registered()] == [False, True, True, True, True, True, False, False]
+    assert tensor_methods(method_names()) == ("bt", "ne", "cce", "ne-shannon", "cce-shannon", "deviation")
     assert (get_method("ne").concept, get_method("ne").target) == ("nash", "affinity")
     assert parse_methods("cce-shannon, BT") == ("bt", "cce-shannon")  # registry order, case folded
     assert parse_methods(None) == method_names(default_only=True)

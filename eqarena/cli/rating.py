@@ -31,14 +31,16 @@ from eqarena.options import DEFAULT_OUT_DIR, BootstrapOptions, RateOptions
 
 def rate_options(methods: Optional[str], missing: str, orders: str = "both", bootstrap: int = 200, seed: int = 0,
                  judges: Optional[list[str]] = None, dataset: Optional[str] = None,
-                 settle: float = BootstrapOptions.settle) -> RateOptions:
+                 settle: float = BootstrapOptions.settle, baseline: Optional[str] = None,
+                 style_control: bool = False) -> RateOptions:
     """RateOptions from the flags, checked before any work starts (one-line error, exit 1)."""
     from eqarena.methods import parse_methods
 
     with options_errors():
         return RateOptions(dataset=dataset, judges=tuple(split_list(judges)),
                            methods=parse_methods(methods) if methods else None, missing=missing, orders=orders,
-                           bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, settle=settle))
+                           bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, settle=settle),
+                           baseline=baseline, style_control=style_control)
 
 
 @cli_errors()
@@ -55,11 +57,18 @@ def rate(
                                  "bootstrap once no interval bound moved by more than this fraction of the "
                                  "interval's width over 24 replicates (0: always --bootstrap replicates)."),
     orders: str = typer.Option("both", "--orders", help=ORDERS_HELP),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Rate by `winrate` against this model "
+                                           "(percent win rate, ties half). Default for winrate: the model in "
+                                           "the most judgments (an arena-hard-auto import's baseline)."),
+    style_control: bool = typer.Option(False, "--style-control", help="Also rate by `bt-style`: Bradley-Terry "
+                                       "with the answers' length and markdown counts as covariates (needs "
+                                       "the responses' texts); its style coefficients go in the run's parameters."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
     """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
-    options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle)
+    options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle, baseline=baseline,
+                           style_control=style_control)
     options = replace(options, dataset=checked_dataset(dataset, db))
     from eqarena.warehouse.tensor import IncompleteTensorError
 

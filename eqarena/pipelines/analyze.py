@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from time import perf_counter
 
-from eqarena.methods import parse_methods
+from eqarena.methods import parse_methods, tensor_methods
 from eqarena.report.analysis_headlines import clone_headline, risk_headline
 from eqarena.report.verdict import headline_method
 from eqarena.options import CloneOptions, RiskOptions
@@ -46,7 +46,7 @@ def analyze_clones(options: CloneOptions = CloneOptions(), run_id: str | None = 
         target, method = top_model(db, game.run_id)
         summary.append(f"target {target}: the top {method} model of rate run {game.run_id}")
         options = replace(options, target=target)
-    options = replace(options, methods=parse_methods(options.methods or game.methods or None))
+    options = replace(options, methods=parse_methods(options.methods or tensor_methods(game.methods or ()) or None))
     outcomes = run_clone_experiment(game, options)
     frames = clone_frames(game, options, outcomes)
     log.timings["experiment"] = perf_counter() - t0

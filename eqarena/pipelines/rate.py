@@ -7,13 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eqarena.methods import parse_methods
 from eqarena.options import RateOptions
 from eqarena.orchestration.runtime import publish_ratings
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import run_logger
 from eqarena.tasks.assemble import assemble
-from eqarena.tasks.rate import bootstrap_equilibria, rate_method, rate_parameters, write_run
+from eqarena.tasks.rate import (
+    bootstrap_equilibria,
+    chosen_methods,
+    method_battles,
+    rate_method,
+    rate_parameters,
+    write_run,
+)
 from eqarena.tasks.runs import RunLog
 
 
@@ -34,7 +40,7 @@ def rate(options: RateOptions, db: str | None = None) -> RateResult:
     by each of `options.methods` (the method registry's names) and store everything under a new run_id.
     The bootstrap (`options.bootstrap`) gives every equilibrium method's intervals and rank
     probabilities, over prompts and over judge samples (eqarena/solvers/bootstrap.py)."""
-    methods = parse_methods(options.methods)
+    methods = chosen_methods(options)
     log = RunLog(db, "rate", {}, start=False)  # the row is written with the results, in one transaction
     with log.timed("assemble"), stage("assembling the payoff tensor"):
         assembled = assemble(db, options)
@@ -45,9 +51,10 @@ def rate(options: RateOptions, db: str | None = None) -> RateResult:
         f"ok judgments of {', '.join(tensor.judges)}; {assembled.dropped.summary()}")
     solved = []
     boot = options.bootstrap
+    battles = method_battles(db, tensor, assembled.battles, options, methods)
     for method in methods:
         with log.timed(method), stage(f"solving {method} ({tensor.shape[0]} x {tensor.shape[1]})"):
-            solved.append(rate_method(tensor, assembled.battles, method, boot.replicates, boot.seed))
+            solved.append(rate_method(tensor, battles, method, boot.replicates, boot.seed))
         if solved[-1].diagnostics:
             parameters[method] = solved[-1].diagnostics
     with log.timed("bootstrap"), stage("bootstrap replicates", total=boot.replicates) as done:

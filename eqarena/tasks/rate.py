@@ -12,14 +12,17 @@ from typing import Callable
 import numpy as np
 
 from eqarena import warehouse
-from eqarena.methods import RatingMethod, get_method
+from eqarena.methods import RatingMethod, get_method, parse_methods
 from eqarena.options import BootstrapOptions, RateOptions
 from eqarena.orchestration.steps import step
 from eqarena.solvers.bootstrap import SCHEMES, Settling, bootstrap_ratings
 from eqarena.solvers.contributions import contributions
 from eqarena.solvers.games import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
 from eqarena.solvers.imputed_share import imputed_shares
+from eqarena.solvers.style_features import battle_style_features
+from eqarena.solvers.win_rate import most_compared
 from eqarena.tasks.parallel import process_map
+from eqarena.warehouse.catalog import dataset_response_texts
 from eqarena.warehouse.ratings import EquilibriumRecord, IntervalRecord, MethodRatings, write_rate_run
 from eqarena.warehouse.runs import RunRecord
 from eqarena.warehouse.snapshot import publish_snapshot
@@ -31,9 +34,42 @@ _PARALLEL_FROM = 200
 
 def rate_parameters(options: RateOptions, methods: tuple[str, ...], judges: list[str]) -> dict:
     """The `runs.parameters` of a rate run (what `refresh` compares to find a current run)."""
-    return {"dataset": options.dataset, "judges": list(judges), "methods": list(methods),
-            "missing": options.missing.value, "bootstrap": options.bootstrap.replicates,
-            "seed": options.bootstrap.seed, "settle": options.bootstrap.settle, "orders": options.orders.value}
+    parameters = {"dataset": options.dataset, "judges": list(judges), "methods": list(methods),
+                  "missing": options.missing.value, "bootstrap": options.bootstrap.replicates,
+                  "seed": options.bootstrap.seed, "settle": options.bootstrap.settle, "orders": options.orders.value}
+    if options.baseline is not None:  # only when given: older runs stay current for `refresh`
+        parameters["baseline"] = options.baseline
+    return parameters
+
+
+def chosen_methods(options: RateOptions) -> tuple[str, ...]:
+    """`options.methods` (None: the defaults), with `winrate` when a baseline is named and `bt-style`
+    under style control."""
+    methods = parse_methods(options.methods)
+    extra = (("winrate",) if options.baseline is not None else ()) + (("bt-style",) if options.style_control else ())
+    return parse_methods(methods + extra) if extra else methods
+
+
+@step("method_battles")
+def method_battles(db: str | None, tensor: PayoffTensor, battles: dict[str, np.ndarray], options: RateOptions,
+                   methods: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """`battles` with what the chosen methods need beyond them: the `winrate` baseline's index
+    (`options.baseline`; default: the model in the most judgments) and, for `bt-style`, the style
+    features of each judgment's two answers (solvers.style_features, from the stored responses)."""
+    out = dict(battles)
+    if "winrate" in methods and len(battles.get("score", ())):
+        if options.baseline is not None:
+            if options.baseline not in tensor.models:
+                raise LookupError(f"--baseline {options.baseline!r} is not a rated model "
+                                  f"(models: {', '.join(tensor.models)})")
+            out["baseline"] = np.asarray(tensor.models.index(options.baseline))
+        else:
+            out["baseline"] = np.asarray(most_compared(battles, len(tensor.models)))
+    if "bt-style" in methods and len(battles.get("score", ())):
+        with closing(warehouse.connect(db, read_only=True)) as con:
+            texts = dataset_response_texts(con, tensor.dataset, list(tensor.models))
+        out["style"] = battle_style_features(battles, tensor.prompts, tensor.models, texts)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
