@@ -141,3 +141,29 @@ def test_unknown_baseline_is_refused(rated, prefect_harness):
     out = runner.invoke(app, ["rate", "--dataset", "tiny-bench", "--missing", "impute", "--baseline", "nobody",
                               "--bootstrap", "0", "--db", str(db)])
     assert out.exit_code == 1 and "nobody" in out.output
+
+
+def test_style_control_without_answer_texts_is_one_line_and_writes_nothing(rated):
+    db, _, _ = rated
+    runs = query(db, "SELECT count(*) FROM runs WHERE kind = 'rate'")
+    out = runner.invoke(app, ["rate", "--dataset", "tiny-bench", "--missing", "impute", "--methods", "bt",
+                              "--style-control", "--bootstrap", "0", "--db", str(db)])
+    assert out.exit_code == 1
+    assert out.output.strip().splitlines()[-1].startswith("error: --style-control: dataset tiny-bench has no answer")
+    assert "Traceback" not in out.output
+    assert query(db, "SELECT count(*) FROM runs WHERE kind = 'rate'") == runs
+
+
+def test_style_control_end_to_end_on_the_bundled_answers(tmp_path):
+    """`rate --style-control` on the bundled PRD data (answers stored): bt-style rows beside bt, and the
+    fitted length coefficient in the run's parameters."""
+    db = tmp_path / "w.duckdb"
+    assert runner.invoke(app, ["ingest", "--db", str(db)]).exit_code == 0
+    out = runner.invoke(app, ["rate", "--db", str(db), "--judge", "prd:gpt4", "--methods", "bt",
+                              "--style-control", "--bootstrap", "0"])
+    assert out.exit_code == 0, out.output
+    rows = query(db, "SELECT method, count(*) FROM latest_model_ratings GROUP BY method ORDER BY method")
+    assert rows == [("bt", 5), ("bt-style", 5)]
+    (parameters,) = query(db, "SELECT parameters FROM runs WHERE kind = 'rate'")[0]
+    fitted = json.loads(parameters)["bt-style"]
+    assert np.isfinite(fitted["style_length"]) and fitted["style_length"] != 0

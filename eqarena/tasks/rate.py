@@ -19,6 +19,7 @@ from eqarena.solvers.bootstrap import SCHEMES, Settling, bootstrap_ratings
 from eqarena.solvers.contributions import contributions
 from eqarena.solvers.games import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
 from eqarena.solvers.imputed_share import imputed_shares
+from eqarena.datasets.records import DatasetError
 from eqarena.solvers.style_features import battle_style_features
 from eqarena.solvers.win_rate import most_compared
 from eqarena.tasks.parallel import process_map
@@ -69,6 +70,10 @@ def method_battles(db: str | None, tensor: PayoffTensor, battles: dict[str, np.n
         with closing(warehouse.connect(db, read_only=True)) as con:
             texts = dataset_response_texts(con, tensor.dataset, list(tensor.models))
         out["style"] = battle_style_features(battles, tensor.prompts, tensor.models, texts)
+        if np.isnan(out["style"]).any(axis=1).all():
+            raise DatasetError(f"--style-control: dataset {tensor.dataset} has no answer texts for the judged "
+                               "pairs (style features come from the answers); ingest or import the responses "
+                               "first, or rate without --style-control")
     return out
 
 
