@@ -28,11 +28,16 @@ COLUMNS = ["prompt_id", "model", "score", WHERE]
 
 def long_scores(path: Path, layout: ImportLayout | None = None, id_name: str | None = None) -> pl.DataFrame:
     """(prompt_id, model, score, where) rows of the score table at `path` in `layout` (module docstring)."""
+    layout = ImportLayout(layout) if layout else None
+    if layout is ImportLayout.PREFERENCES:
+        raise ValueError("--layout preferences is a pairwise layout (import pairwise FILE --layout preferences)")
     frame = read_table(path)
     if layout is ImportLayout.MODELS_BY_TASKS:
         return _models_by_tasks(frame, path, id_name)
     prompt = id_column(frame, path, id_name, PROMPT_ID_COLUMNS)
-    frame = text_column(frame, prompt).rename({prompt: "prompt_id"})
+    frame = text_column(frame, prompt)
+    if prompt != "prompt_id":  # another id column named by --id-column wins
+        frame = frame.drop("prompt_id", strict=False).rename({prompt: "prompt_id"})
     if layout is ImportLayout.LONG or (layout is None and {"model", "score"} <= set(frame.columns)):
         return _long(frame, path)
     return _wide(frame, path)
