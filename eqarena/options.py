@@ -57,6 +57,22 @@ class ImportFormat(StrEnum):
     SCORES = "scores"
 
 
+class ImportLayout(StrEnum):
+    """The shape of a table `eqarena import` reads (`--layout`): for scores, `long` (prompt_id, model,
+    score), `wide` (prompt_id + a column per model) or `models-by-tasks` (a row per model, a column per
+    task); for pairwise, `long` (a row per judgment) or `preferences` (a row per prompt, a column per
+    model holding its preference in [1, 2] over `--baseline`). Without `--layout`, scores tell long from
+    wide by their columns and pairwise tables are long."""
+
+    LONG = "long"
+    WIDE = "wide"
+    MODELS_BY_TASKS = "models-by-tasks"
+    PREFERENCES = "preferences"
+
+
+LAYOUTS = {"scores": ("long", "wide", "models-by-tasks"), "pairwise": ("long", "preferences")}
+
+
 class ScorePayoff(StrEnum):
     """How two per-prompt scores become a payoff: clip((s_a - s_b) / scale, -1, 1), or its sign."""
 
@@ -382,12 +398,24 @@ class ImportOptions:
     payoff: ScorePayoff = ScorePayoff.CLIP_DIFF
     scale: float = 1.0
     replace: bool = False
+    layout: ImportLayout | None = None
+    id_column: str | None = None
 
     def __post_init__(self):
         _tuple(self, "paths")
-        _coerce(self, fmt=ImportFormat, payoff=ScorePayoff)
+        _coerce(self, fmt=ImportFormat, payoff=ScorePayoff, layout=ImportLayout)
         if not self.scale > 0:
             raise ValueError(f"--scale must be positive; got {self.scale}")
+        allowed = LAYOUTS.get(self.fmt.value, ())
+        if self.layout is not None and self.layout.value not in allowed:
+            hint = "; preferences are pairwise judgments: eqarena import pairwise FILE --layout preferences " \
+                "--baseline MODEL" if self.layout is ImportLayout.PREFERENCES else ""
+            raise ValueError(f"--layout {self.layout.value} does not apply to {self.fmt.value}"
+                             + (f" (its layouts: {', '.join(allowed)})" if allowed else "") + hint)
+        if self.layout is ImportLayout.PREFERENCES and not self.baseline:
+            raise ValueError("--layout preferences needs --baseline (the model every column is compared with)")
+        if self.id_column is not None and not allowed:
+            raise ValueError(f"--id-column applies to the table formats (pairwise, scores), not {self.fmt.value}")
 
 
 def as_parameters(options) -> dict:
@@ -403,7 +431,7 @@ def as_parameters(options) -> dict:
 
 __all__ = [
     "DEFAULT_DATASET", "DEFAULT_JUDGE", "DEFAULT_OUT_DIR", "AdaptiveOptions", "Analysis", "AnalysesOptions",
-    "BootstrapOptions", "CloneOptions", "GenerationOptions", "ImportFormat", "ImportOptions", "IngestOptions",
-    "JudgeOptions", "MainJobOptions", "MissingPolicy", "OrderRule", "RateOptions", "RetryPolicy", "RiskOptions",
+    "BootstrapOptions", "CloneOptions", "GenerationOptions", "ImportFormat", "ImportLayout", "ImportOptions",
+    "IngestOptions", "JudgeOptions", "MainJobOptions", "MissingPolicy", "OrderRule", "RateOptions", "RetryPolicy", "RiskOptions",
     "RunLimits", "Runner", "RunnerOptions", "ScorePayoff", "SpendCaps", "as_parameters", "choice",
 ]

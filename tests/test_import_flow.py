@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -170,8 +171,110 @@ def test_scores_with_another_payoff_need_another_judge(tmp_path, prefect_harness
     assert set(np.unique(values)) <= {-1.0, 0.0, 1.0}
 
 
+def file_cells(path: Path, id_column: str, skip: tuple[str, ...] = ()) -> dict[tuple[str, str], float]:
+    """(row id, column) -> value of every non-empty, non-NaN cell of a CSV table."""
+    frame = pl.read_csv(path, infer_schema=False)
+    return {(row[id_column], c): float(row[c]) for row in frame.iter_rows(named=True)
+            for c in frame.columns if c != id_column and c not in skip and row[c] not in (None, "", "NaN")}
+
+
+def test_models_by_tasks_scores_round_trip_and_rate(tmp_path, prefect_harness):
+    db = tmp_path / "w.duckdb"
+    path = EXAMPLES / "livebench-style.csv"
+    args = ("import", "scores", path, "--layout", "models-by-tasks", "--scale", "100", "--db", db)
+    first = cli(*args)
+    assert first.exit_code == 0, first.output
+    assert "judges: scores:livebench-style" in first.stdout and "2 empty score cell(s)" in first.stderr
+    stored = {(m, p): s for p, m, s in query(db, "SELECT prompt_id, model_id, score FROM scores "
+                                                 "WHERE dataset = 'livebench-style'")}
+    assert stored == file_cells(path, "model")
+    assert re.search(r"livebench-style: 0 new, \d+ unchanged, 0 changed", cli(*args).stdout)
+    rated = cli("rate", "--dataset", "livebench-style", "--missing", "impute", "--bootstrap", 0, "--db", db)
+    assert rated.exit_code == 0, rated.output
+    run_id = query(db, "SELECT run_id FROM latest_rate_run")[0][0]
+    payoffs = query(db, "SELECT prompt_id, king, rebel, u_king, imputed FROM payoffs WHERE run_id = ?", [run_id])
+    # Judged cells carry the clipped score gap in percent / 100; only drift-3b's two missing tasks are imputed.
+    for prompt, king, rebel, u, imputed in payoffs:
+        assert imputed == ((king, prompt) not in stored or (rebel, prompt) not in stored)
+        if not imputed:
+            assert u == pytest.approx(np.clip((stored[king, prompt] - stored[rebel, prompt]) / 100, -1, 1))
+    assert {p for p, k, r, u, imputed in payoffs if imputed} == {"summarize", "typos"}
+
+
+def test_preference_table_round_trips_in_both_orders_and_rates(tmp_path, prefect_harness):
+    db = tmp_path / "w.duckdb"
+    path = EXAMPLES / "alpacaeval-style.csv"
+    args = ("import", "pairwise", path, "--layout", "preferences", "--baseline", "gpt4_turbo", "--db", db)
+    first = cli(*args)
+    assert first.exit_code == 0, first.output
+    cells = file_cells(path, "instruction_idx", skip=("instruction",))
+    stored = {(p, a, b): s for p, a, b, s in query(db, "SELECT prompt_id, model_a, model_b, score FROM judgments "
+                                                       "WHERE dataset = 'alpacaeval-style' AND status = 'ok'")}
+    expected = {}
+    for (prompt, model), preference in cells.items():
+        expected[prompt, model, "gpt4_turbo"] = (preference - 1.5) * 2
+        expected[prompt, "gpt4_turbo", model] = -(preference - 1.5) * 2
+    assert stored.keys() == expected.keys()
+    assert all(stored[k] == pytest.approx(v) for k, v in expected.items())
+    assert re.search(r"alpacaeval-style: 0 new, \d+ unchanged, 0 changed", cli(*args).stdout)
+    rated = cli("rate", "--dataset", "alpacaeval-style", "--missing", "impute", "--bootstrap", 0, "--db", db)
+    assert rated.exit_code == 0, rated.output
+    run_id = query(db, "SELECT run_id FROM latest_rate_run")[0][0]
+    payoffs = query(db, "SELECT prompt_id, king, rebel, u_king, imputed FROM payoffs WHERE run_id = ?", [run_id])
+    # Both orders are stored, so every (model, baseline) cell with a preference counts as judged.
+    judged = {(p, k, r) for p, k, r, u, imputed in payoffs if not imputed}
+    assert judged == set(expected)
+    assert all(u == pytest.approx(expected[p, k, r]) for p, k, r, u, imputed in payoffs if not imputed)
+
+
+@pytest.mark.parametrize("fmt, layout, body, message", [
+    ("pairwise", ["--layout", "preferences", "--baseline", "base"], "prompt_id,x,y\nq1,1.5,2\nq2,1,2.5\n",
+     "t.csv:3: preference 2.5 of 'y' is outside [1, 2] (1: base preferred, 2: the model preferred)"),
+    ("scores", ["--layout", "models-by-tasks"], "model,t1,t2\nx,50,60\ny,55,high\n",
+     "t.csv:3: t2 'high' is not a finite number"),
+    ("scores", ["--id-column", "session"], "prompt_id,x,y\nq1,1,2\n",
+     "t.csv: missing column session (--id-column) (columns: prompt_id, x, y)"),
+])
+def test_bad_table_cells_write_nothing(tmp_path, prefect_harness, fmt, layout, body, message):
+    db = tmp_path / "w.duckdb"
+    assert cli("import", "scores", SAMPLES[3][1], "--db", db).exit_code == 0
+    before = snapshot(db), query(db, "SELECT * FROM scores ORDER BY ALL")
+    bad = tmp_path / "t.csv"
+    bad.write_text(body)
+    result = cli("import", fmt, bad, *layout, "--db", db)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"error: {tmp_path}/{message}"
+    assert (snapshot(db), query(db, "SELECT * FROM scores ORDER BY ALL")) == before
+
+
+def test_error_verdicts_are_stored_unparsed_and_counted(tmp_path, prefect_harness):
+    db = tmp_path / "w.duckdb"
+    path = tmp_path / "mt-bench.csv"
+    path.write_text("question_id,model_a,model_b,verdict\n81,x,y,model_a\n81,y,x,error\n82,x,y,tie\n"
+                    "82,y,x,model_b\n83,x,y,error\n83,y,x,model_a\n")
+    result = cli("import", "pairwise", path, "--db", db)
+    assert result.exit_code == 0, result.output
+    assert f"note: {path}: 2 row(s) with verdict 'error' stored as unparsed (no score)" in result.stderr
+    assert sorted(query(db, "SELECT prompt_id, model_a, status, score FROM judgments")) == [
+        ("81", "x", "ok", 1.0), ("81", "y", "unparsed", None), ("82", "x", "ok", 0.0), ("82", "y", "ok", -1.0),
+        ("83", "x", "unparsed", None), ("83", "y", "ok", 1.0)]
+    assert "2 row(s) with verdict 'error'" in query(db, "SELECT message FROM runs WHERE kind = 'import'")[0][0]
+    rated = cli("rate", "--dataset", "mt-bench", "--missing", "impute", "--bootstrap", 0, "--db", db)
+    assert rated.exit_code == 0, rated.output
+
+
 @pytest.mark.parametrize("args, message", [
     (["xml", "f.xml"], "error: FORMAT must be one of arena-hard-auto, battles, pairwise, scores; got 'xml'"),
+    (["scores", "s.csv", "--layout", "tall"],
+     "error: --layout must be one of long, wide, models-by-tasks, preferences; got 'tall'"),
+    (["scores", "s.csv", "--layout", "preferences", "--baseline", "b"],
+     "error: --layout preferences does not apply to scores (its layouts: long, wide, models-by-tasks); "
+     "preferences are pairwise judgments: eqarena import pairwise FILE --layout preferences --baseline MODEL"),
+    (["pairwise", "s.csv", "--layout", "preferences"],
+     "error: --layout preferences needs --baseline (the model every column is compared with)"),
+    (["battles", "s.csv", "--layout", "wide"], "error: --layout wide does not apply to battles"),
+    (["battles", "s.csv", "--id-column", "qid"],
+     "error: --id-column applies to the table formats (pairwise, scores), not battles"),
     (["scores", "missing.csv"], "error: missing.csv: no such file or directory"),
     (["scores", "s.csv", "--payoff", "ratio"], "error: --payoff must be one of clip-diff, sign; got 'ratio'"),
     (["scores", "s.csv", "--scale", "0"], "error: --scale must be positive; got 0.0"),

@@ -14,6 +14,7 @@ from eqarena.datasets.records import DatasetError, judgment_records
 from eqarena.importers.arena_hard_auto import default_dataset_name, read_arena_hard_judgments
 from eqarena.importers.battles import read_battles
 from eqarena.importers.pairwise import read_pairwise_table
+from eqarena.importers.preferences import read_preference_table
 from eqarena.importers.scores import payoff_template, read_score_table
 from eqarena.warehouse.tensor import score_payoffs
 
@@ -262,3 +263,116 @@ def test_score_table_bad_rows(tmp_path, body, message):
     path.write_text(body)
     with pytest.raises(DatasetError, match=message):
         read_score_table([path], "d", None)
+
+
+# ---- table layouts: models-by-tasks scores, preference tables, --id-column --------------------------
+
+def test_models_by_tasks_scores_keep_every_cell_with_tasks_as_prompts():
+    path = EXAMPLES / "livebench-style.csv"
+    imported = read_score_table([path], None, None, "clip-diff", 100.0, "models-by-tasks")
+    frame = pl.read_csv(path, infer_schema=False)
+    tasks = [c for c in frame.columns if c != "model"]
+    expected = {(t, row["model"]): float(row[t]) for row in frame.iter_rows(named=True) for t in tasks
+                if row[t] and row[t] != "NaN"}
+    stored = {(p, m): s for p, m, s in imported.dataset.scores.select("prompt_id", "model_id", "score").iter_rows()}
+    assert stored == expected and len(stored) == 4 * len(tasks) - 2
+    assert [p.prompt_id for p in imported.dataset.prompts] == tasks
+    assert any("2 empty score cell(s)" in n for n in imported.notes)
+    # Read as a wide table instead, the model names would be prompts: the layout decides.
+    with pytest.raises(DatasetError, match="missing column prompt_id"):
+        read_score_table([path], None, None)
+
+
+def test_preference_table_is_two_judgments_per_cell_against_the_baseline(tmp_path):
+    path = EXAMPLES / "alpacaeval-style.csv"
+    data = read_preference_table([path], None, None, "gpt4_turbo").dataset
+    frame = pl.read_csv(path, infer_schema=False)
+    models = [c for c in frame.columns if c not in ("instruction_idx", "instruction")]
+    cells = {(row["instruction_idx"], m): float(row[m]) for row in frame.iter_rows(named=True) for m in models
+             if row[m]}
+    judged = by_key(data.judgments)
+    assert len(judged) == 2 * len(cells) == 2 * (8 * 4 - 1)
+    for (prompt, model), preference in cells.items():
+        forward = judged[("imported:alpacaeval-style", prompt, model, "gpt4_turbo", 0)]
+        reverse = judged[("imported:alpacaeval-style", prompt, "gpt4_turbo", model, 0)]
+        assert forward.score == pytest.approx((preference - 1.5) * 2) and forward.status == "ok"
+        assert reverse.score == pytest.approx(-forward.score)
+    assert {j.template_hash for j in judged.values()} == {"preferences"}
+    assert data.prompts[0].text == frame["instruction"][0]
+    # A column of the baseline itself is skipped, not judged against itself.
+    path = tmp_path / "p.csv"
+    path.write_text("prompt_id,x,base\nq1,2,1.5\n")
+    imported = read_preference_table([path], "d", None, "base")
+    assert imported.dataset.judgments.height == 2 and any("skipped the column" in n for n in imported.notes)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("prompt_id,x,y\nq1,1.5,2\nq2,1,2.5\n", r"p\.csv:3: preference 2.5 of 'y' is outside \[1, 2\]"),
+    ("prompt_id,x,y\nq1,0.9,2\nq2,1,2.5\n", r"p\.csv:2: preference 0.9 of 'x' is outside \[1, 2\]"),
+    ("prompt_id,x\nq1,1.5\nq2,better\n", r"p\.csv:3: x 'better' is not a finite number"),
+    ("prompt_id,x\nq1,1.5\nq1,2\n", r"p\.csv:3: duplicate judgment .*prompt 'q1'.* \(first at line 2\)"),
+    ("prompt_id,x\nq1,\n", r"p\.csv: no preferences"),
+    ("instruction,x\nhello,1.5\n", r"p\.csv: missing column prompt_id \(or question_id / instruction_idx\) "
+                                   r"\(columns: instruction, x\)"),
+])
+def test_preference_table_bad_cells(tmp_path, body, message):
+    path = tmp_path / "p.csv"
+    path.write_text(body)
+    with pytest.raises(DatasetError, match=message):
+        read_preference_table([path], "d", None, "base")
+
+
+def test_models_by_tasks_bad_cells(tmp_path):
+    path = tmp_path / "lb.csv"
+    path.write_text("model,t1,t2\nx,50,60\ny,55,n/a\n")
+    with pytest.raises(DatasetError, match=r"lb\.csv:3: t2 'n/a' is not a finite number"):
+        read_score_table([path], "d", None, layout="models-by-tasks")
+    path.write_text("name,t1\nx,50\n")
+    with pytest.raises(DatasetError, match=r"lb\.csv: missing column model \(or model_name\) \(columns: name, t1\)"):
+        read_score_table([path], "d", None, layout="models-by-tasks")
+
+
+def test_id_column_names_the_id_of_every_table_layout(tmp_path):
+    wide = tmp_path / "wide.csv"
+    wide.write_text("session_id,prompt_id,x,y\ns1,p9,1,0\n")  # the named id wins over prompt_id
+    scores = read_score_table([wide], "d", None, id_name="session_id").dataset.scores
+    assert set(scores.select("prompt_id", "model_id").iter_rows()) == {("s1", "x"), ("s1", "y")}
+    long = tmp_path / "long.csv"
+    long.write_text("qid,model,score\nq1,x,1\nq1,y,0\n")
+    assert set(read_score_table([long], "d", None, layout="long", id_name="qid").dataset.scores["prompt_id"]) == {"q1"}
+    tasks = tmp_path / "tasks.csv"
+    tasks.write_text("Model,t1,t2\nx,50,60\ny,55,65\n")
+    scores = read_score_table([tasks], "d", None, layout="models-by-tasks", id_name="Model").dataset.scores
+    assert set(scores["model_id"]) == {"x", "y"} and set(scores["prompt_id"]) == {"t1", "t2"}
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("turn_id,model_a,model_b,verdict\nt7,x,y,A>B\n")
+    assert read_pairwise_table([pairs], "d", None, "turn_id").dataset.judgments["prompt_id"].to_list() == ["t7"]
+    prefs = tmp_path / "prefs.csv"
+    prefs.write_text("idx,x\n3,2\n")
+    judged = read_preference_table([prefs], "d", None, "base", "idx").dataset.judgments
+    assert set(judged["prompt_id"]) == {"3"}
+    for read in (lambda: read_score_table([wide], "d", None, id_name="turn"),
+                 lambda: read_pairwise_table([pairs], "d", None, "turn"),
+                 lambda: read_preference_table([prefs], "d", None, "base", "turn")):
+        with pytest.raises(DatasetError, match=r"missing column turn \(--id-column\) \(columns: "):
+            read()
+    with pytest.raises(DatasetError, match=r"missing column turn \(--id-column\) \(columns: session_id, prompt_id, "
+                                           r"x, y\)"):
+        read_score_table([wide], "d", None, id_name="turn")
+
+
+def test_pairwise_error_verdicts_are_stored_unparsed_and_counted(tmp_path):
+    path = tmp_path / "mt.csv"
+    path.write_text("question_id,model_a,model_b,verdict\n81,x,y,model_a\n81,y,x,error\n82,x,y, Error \n"
+                    "82,y,x,tie\n")
+    imported = read_pairwise_table([path], "d", None)
+    judged = by_key(imported.dataset.judgments)
+    assert [(k[1], k[2]) for k, j in judged.items() if j.status == "unparsed"] == [("81", "y"), ("82", "x")]
+    failed = judged[("imported:mt", "81", "y", "x", 0)]
+    assert failed.score is None and failed.verdict is None and failed.raw_text == "error"
+    assert judged[("imported:mt", "81", "x", "y", 0)].score == 1.0
+    assert imported.notes == (f"{path}: 2 row(s) with verdict 'error' stored as unparsed (no score)",)
+    # Only 'error' is a failed call; other unknown verdicts still stop the import, and a score wins.
+    path.write_text("prompt_id,model_a,model_b,verdict,score\np,x,y,error,0.5\np,y,x,oops,\n")
+    with pytest.raises(DatasetError, match=r"mt\.csv:3: unknown verdict 'oops'"):
+        read_pairwise_table([path], "d", None)

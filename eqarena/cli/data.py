@@ -38,10 +38,19 @@ FORMAT is one of:
   question_id and turn.
 
 - pairwise: a long table (CSV, TSV, Parquet, JSONL, JSON): prompt_id, model_a, model_b, score in [-1, 1]
-  or verdict, optional judge, sample, prompt_text.
+  or verdict, optional judge, sample, prompt_text; a verdict `error` (a failed judge call, as in
+  MT-bench's files) is stored as unparsed and counted.
+  `--layout preferences --baseline MODEL`: a row per instruction (AlpacaEval), an id column and a column
+  per model holding its preference in [1, 2] over MODEL (1 baseline, 2 model, 1.5 tie); each cell is a
+  judgment of score 2 * (pref - 1.5) for the model, stored in both orders.
 
-- scores: per-prompt scores, long (prompt_id, model, score) or wide (prompt_id + a column per model);
-  payoff of a over b = `clip((s_a - s_b) / scale, -1, 1)` (`--payoff sign`: who scored higher).
+- scores: per-prompt scores; `--layout` long (prompt_id, model, score), wide (prompt_id + a column per
+  model; long or wide are told apart by the columns when --layout is not given) or models-by-tasks
+  (LiveBench: a `model` column + a column per task, each task a prompt; `--scale 100` for percentages).
+  Empty and NaN cells are missing. Payoff of a over b = `clip((s_a - s_b) / scale, -1, 1)` (`--payoff
+  sign`: who scored higher).
+
+`--id-column NAME` names the id column of a table (the prompt's, or the model's for models-by-tasks).
 
 Then rate as usual, e.g. `eqarena rate --dataset NAME --missing impute` when pairs are sparse."""
 
@@ -55,7 +64,14 @@ def import_data(
     judge: Optional[str] = typer.Option(None, "--judge", help="Judge id for battles, pairwise rows without a "
                                         "judge column, and scores (default: `<format>:<file name>`)."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="arena-hard-auto v0.1 files: the baseline "
-                                           "model (default gpt-4-0314; v2.0 files name it)."),
+                                           "model (default gpt-4-0314; v2.0 files name it); pairwise "
+                                           "--layout preferences: the model the columns are compared with."),
+    layout: Optional[str] = typer.Option(None, "--layout", help="scores: long, wide or models-by-tasks "
+                                         "(default: long or wide, by the columns); pairwise: long (default) "
+                                         "or preferences."),
+    id_column: Optional[str] = typer.Option(None, "--id-column", help="pairwise and scores: the id column "
+                                            "(the prompt's; the model's for models-by-tasks) instead of the "
+                                            "usual names (prompt_id, question_id, ...)."),
     payoff: str = typer.Option("clip-diff", "--payoff", help="scores: clip-diff or sign."),
     scale: float = typer.Option(1.0, "--scale", help="scores: the score gap that counts as decisive "
                                 "(e.g. 100 for percentages)."),
@@ -67,7 +83,8 @@ def import_data(
         if fmt not in tuple(ImportFormat):
             raise ValueError(f"FORMAT must be one of {', '.join(f.value for f in ImportFormat)}; got {fmt!r}")
         options = ImportOptions(fmt=fmt, paths=tuple(str(p) for p in paths), dataset=dataset, judge=judge,
-                                baseline=baseline, payoff=payoff, scale=scale, replace=replace)
+                                baseline=baseline, payoff=payoff, scale=scale, replace=replace,
+                                layout=layout, id_column=id_column)
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise FileNotFoundError(f"{missing[0]}: no such file or directory")

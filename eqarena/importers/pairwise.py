@@ -8,6 +8,9 @@ Columns (one row per judgment):
 - optional `judge` (default: `--judge`, else `imported:<file name>`), `sample` (a non-negative
   integer; default: the row's occurrence among rows of the same judge, prompt and ordered pair),
   `prompt_text` (the prompt itself).
+`--id-column` names the prompt id column instead. A row whose verdict is `error` and that has no score
+(a judge call that failed, as in MT-bench's judgment files) is stored with status `unparsed` and no
+score, like an arena-hard-auto game without a label; the import's notes count them.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from eqarena.importers.tables import (
     WHERE,
     fail_where,
     first_duplicate,
+    id_column,
     numeric_column,
     read_table,
     require_columns,
@@ -31,20 +35,30 @@ from eqarena.importers.tables import (
 
 TEMPLATE_TAG = "imported"
 PAIR_COLUMNS = ["judge", "prompt_id", "model_a", "model_b"]
+PROMPT_ID_COLUMNS = ("prompt_id", "question_id")
+FAILED_VERDICTS = ("error",)  # a judge call that failed: kept as an unparsed judgment
 
 
-def read_pairwise_table(paths: list[Path], name: str | None, judge: str | None) -> Imported:
-    """Every row of the long tables at `paths` as a recorded judgment (see module docstring)."""
-    frames = [_read_one(path, judge or f"imported:{path.stem}") for path in paths]
+def read_pairwise_table(paths: list[Path], name: str | None, judge: str | None,
+                        id_name: str | None = None) -> Imported:
+    """Every row of the long tables at `paths` as a recorded judgment (see module docstring), the
+    prompt id in column `id_name` when given."""
+    frames = [_read_one(path, judge or f"imported:{path.stem}", id_name) for path in paths]
+    notes = []
+    for path, frame in zip(paths, frames):
+        failed = frame.filter(pl.col("status") == "unparsed").height
+        if failed:
+            notes.append(f"{path}: {failed} row(s) with verdict 'error' stored as unparsed (no score)")
     frame = pl.concat(frames, how="diagonal_relaxed")
     dataset = name or paths[0].stem
-    return Imported(to_dataset(frame, dataset, ", ".join(map(str, paths)), TEMPLATE_TAG))
+    return Imported(to_dataset(frame, dataset, ", ".join(map(str, paths)), TEMPLATE_TAG), tuple(notes))
 
 
-def _read_one(path: Path, judge: str) -> pl.DataFrame:
+def _read_one(path: Path, judge: str, id_name: str | None) -> pl.DataFrame:
     frame = read_table(path)
-    if "prompt_id" not in frame.columns and "question_id" in frame.columns:
-        frame = frame.rename({"question_id": "prompt_id"})
+    prompt = id_column(frame, path, id_name, PROMPT_ID_COLUMNS)
+    if prompt != "prompt_id":
+        frame = frame.drop("prompt_id", strict=False).rename({prompt: "prompt_id"})
     require_columns(frame, path, ["prompt_id", "model_a", "model_b"])
     if "score" not in frame.columns and "verdict" not in frame.columns:
         require_columns(frame, path, ["score or verdict"])
@@ -54,17 +68,20 @@ def _read_one(path: Path, judge: str) -> pl.DataFrame:
                                if "judge" in frame.columns else pl.lit(judge).alias("judge"))
     frame = frame.with_columns(pl.when(pl.col("judge") == "").then(pl.lit(judge)).otherwise(pl.col("judge"))
                                .alias("judge"))
-    frame = with_scores(frame)
+    frame = with_scores(frame, FAILED_VERDICTS)
     if "sample" in frame.columns:
         frame = numeric_column(frame, "sample", required=False)
         fail_where(frame, pl.col("sample").is_not_null() & ((pl.col("sample") < 0) | (pl.col("sample") % 1 != 0)),
                    lambda r: f"sample {r['sample']} must be a non-negative integer")
     text = pl.col("prompt_text").cast(pl.Utf8) if "prompt_text" in frame.columns else pl.lit(None, pl.Utf8)
-    return frame.with_columns(text.alias("prompt_text"), pl.lit(None, pl.Utf8).alias("raw_text"))
+    given = pl.col("verdict").cast(pl.Utf8) if "verdict" in frame.columns else pl.lit(None, pl.Utf8)
+    raw = pl.when(pl.col("status") == "unparsed").then(given).otherwise(None)
+    return frame.with_columns(text.alias("prompt_text"), raw.alias("raw_text"))
 
 
-def with_scores(frame: pl.DataFrame) -> pl.DataFrame:
-    """Add `label` and `score` (A's, in [-1, 1]) from a `score` column and/or a `verdict` column."""
+def with_scores(frame: pl.DataFrame, failed: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Add `label`, `score` (A's, in [-1, 1]) and `status` from a `score` column and/or a `verdict`
+    column; a row without a score whose verdict is one of `failed` (any case) gets status 'unparsed'."""
     if "score" in frame.columns:
         frame = numeric_column(frame, "score", required="verdict" not in frame.columns)
         fail_where(frame, pl.col("score").abs() > 1, lambda r: f"score {r['score']} is outside [-1, 1]")
@@ -85,15 +102,18 @@ def with_scores(frame: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(pl.col("score"), scores).alias("score"),
         (pl.col("_verdict").is_not_null() & (pl.col("_verdict").str.strip_chars() != "")).alias("_verdict_given"),
     )
-    fail_where(frame, pl.col("score").is_null() & pl.col("_verdict_given"),
+    unparsed = pl.col("score").is_null() & pl.col("_verdict").str.strip_chars().str.to_lowercase().is_in(list(failed))
+    frame = frame.with_columns(pl.when(unparsed.fill_null(False)).then(pl.lit("unparsed")).otherwise(pl.lit("ok"))
+                               .alias("status"))
+    fail_where(frame, pl.col("score").is_null() & pl.col("_verdict_given") & (pl.col("status") == "ok"),
                lambda r: f"unknown verdict {r['verdict']!r} (known: {known_labels()})")
-    fail_where(frame, pl.col("score").is_null(), lambda r: "no score and no verdict")
+    fail_where(frame, pl.col("score").is_null() & (pl.col("status") == "ok"), lambda r: "no score and no verdict")
     return frame.drop("_verdict_given", "_verdict")
 
 
 def to_dataset(frame: pl.DataFrame, name: str, source: str, template_hash: str) -> Dataset:
-    """Validated pairwise rows (judge, prompt_id, model_a, model_b, score, label, raw_text, prompt_text,
-    optional sample) as a Dataset; sample indices count occurrences when not given."""
+    """Validated pairwise rows (judge, prompt_id, model_a, model_b, score, label, status, raw_text,
+    prompt_text, optional sample) as a Dataset; sample indices count occurrences when not given."""
     fail_where(frame, pl.col("model_a") == pl.col("model_b"),
                lambda r: f"model_a and model_b are both {r['model_a']!r}")
     occurrence = pl.int_range(pl.len()).over(PAIR_COLUMNS)
@@ -113,7 +133,7 @@ def to_dataset(frame: pl.DataFrame, name: str, source: str, template_hash: str) 
     prompts = tuple(Prompt(prompt_id=p, text=t) for p, t in texts.iter_rows())
     judgments = frame.select(
         "judge", pl.lit(template_hash).alias("template_hash"), "prompt_id", "model_a", "model_b",
-        pl.col("sample").cast(pl.Int64).alias("sample_index"), pl.lit("ok").alias("status"),
+        pl.col("sample").cast(pl.Int64).alias("sample_index"), "status",
         pl.col("label").alias("verdict"), "score", pl.col("raw_text").cast(pl.Utf8))
     return Dataset(name=name, source=source, prompts=prompts, judgments=judgments)
 

@@ -1,9 +1,10 @@
 """Importing per-prompt score tables (a benchmark's per-question results), stored as scores.
 
-Layouts (CSV, TSV, Parquet, JSONL or JSON):
-- long: columns `prompt_id` (or `question_id` / `task`), `model`, `score`;
-- wide: `prompt_id` (or `question_id` / `task`) and one column of scores per model.
-Empty cells are missing scores: the pairs they take part in stay unjudged on that prompt.
+Layouts (CSV, TSV, Parquet, JSONL or JSON; score_layouts.py):
+- long: columns `prompt_id` (or `question_id` / `task`, or `--id-column`), `model`, `score`;
+- wide: `prompt_id` (or `question_id` / `task`, or `--id-column`) and one column of scores per model;
+- models-by-tasks: `model` (or `--id-column`) and one column of scores per task, each task a prompt.
+Empty (and NaN) cells are missing scores: the pairs they take part in stay unjudged on that prompt.
 
 The payoff of king a over rebel b on prompt p is a function of their scores s = score / `scale`:
 - `clip-diff` (default): clip(s_a - s_b, -1, 1), so a score gap of `scale` or more is decisive;
@@ -22,10 +23,9 @@ import polars as pl
 
 from eqarena.datasets.records import SCORE_SCHEMA, Dataset, DatasetError, Prompt
 from eqarena.importers.result import Imported
-from eqarena.importers.tables import WHERE, first_duplicate, numeric_column, read_table, text_column
-from eqarena.options import ScorePayoff
-
-_ID_COLUMNS = ("prompt_id", "question_id", "task")
+from eqarena.importers.score_layouts import long_scores
+from eqarena.importers.tables import first_duplicate
+from eqarena.options import ImportLayout, ScorePayoff
 
 
 def payoff_template(payoff: ScorePayoff, scale: float) -> str:
@@ -34,8 +34,10 @@ def payoff_template(payoff: ScorePayoff, scale: float) -> str:
 
 
 def read_score_table(paths: list[Path], name: str | None, judge: str | None,
-                     payoff: ScorePayoff = ScorePayoff.CLIP_DIFF, scale: float = 1.0) -> Imported:
-    """Every non-empty score of the tables at `paths` (module docstring); a prompt needs two scores."""
+                     payoff: ScorePayoff = ScorePayoff.CLIP_DIFF, scale: float = 1.0,
+                     layout: ImportLayout | None = None, id_name: str | None = None) -> Imported:
+    """Every non-empty score of the tables at `paths` in `layout` (module docstring; None: long or wide
+    by the columns), the prompt id in column `id_name` when given; a prompt needs two scores."""
     payoff = ScorePayoff(payoff)
     if not scale > 0:
         raise ValueError(f"--scale must be positive; got {scale}")
@@ -44,7 +46,7 @@ def read_score_table(paths: list[Path], name: str | None, judge: str | None,
     prompts: dict[str, Prompt] = {}
     notes = []
     for path in paths:
-        scores = _long_scores(path)
+        scores = long_scores(path, layout, id_name)
         first_duplicate(scores, ["prompt_id", "model"],
                         lambda r: f"score of model {r['model']!r} on prompt {r['prompt_id']!r}")
         for prompt_id in scores["prompt_id"].unique(maintain_order=True).to_list():
@@ -63,24 +65,3 @@ def read_score_table(paths: list[Path], name: str | None, judge: str | None,
     dataset = Dataset(name=name or paths[0].stem, source=", ".join(map(str, paths)),
                       prompts=tuple(prompts.values()), scores=table)
     return Imported(dataset, tuple(notes))
-
-
-def _long_scores(path: Path) -> pl.DataFrame:
-    """(prompt_id, model, score, where) rows of a long or wide score table; score may be null."""
-    frame = read_table(path)
-    id_column = next((c for c in _ID_COLUMNS if c in frame.columns), None)
-    if id_column is None:
-        have = ", ".join(c for c in frame.columns if c != WHERE)
-        raise DatasetError(f"{path}: missing column prompt_id (or question_id / task) (columns: {have})")
-    frame = text_column(frame, id_column).rename({id_column: "prompt_id"})
-    if "model" in frame.columns and "score" in frame.columns:
-        frame = text_column(frame, "model")
-        return numeric_column(frame, "score", required=False).select("prompt_id", "model", "score", WHERE)
-    models = [c for c in frame.columns if c not in ("prompt_id", WHERE, "prompt_text", "category")]
-    if len(models) < 2:
-        raise DatasetError(f"{path}: a wide score table needs a column per model (at least two), "
-                           f"or use the long layout (prompt_id, model, score)")
-    for model in models:
-        frame = numeric_column(frame, model, required=False)
-    return frame.unpivot(index=["prompt_id", WHERE], on=models, variable_name="model", value_name="score") \
-        .select("prompt_id", "model", "score", WHERE)

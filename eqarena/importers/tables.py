@@ -136,6 +136,19 @@ def require_columns(frame: pl.DataFrame, path: Path, required: Iterable[str]) ->
         raise DatasetError(f"{path}: missing column {', '.join(missing)} (columns: {have})")
 
 
+def id_column(frame: pl.DataFrame, path: Path, given: str | None, candidates: Iterable[str]) -> str:
+    """The row id column: `given` (`--id-column`), else the first of `candidates` the table has;
+    DatasetError naming what was looked for and the columns found otherwise."""
+    wanted = [given] if given else list(candidates)
+    found = next((c for c in wanted if c in frame.columns), None)
+    if found is None:
+        have = ", ".join(c for c in frame.columns if c != WHERE)
+        looked = f"{given} (--id-column)" if given else wanted[0] + (
+            f" (or {' / '.join(wanted[1:])})" if len(wanted) > 1 else "")
+        raise DatasetError(f"{path}: missing column {looked} (columns: {have})")
+    return found
+
+
 def fail_where(frame: pl.DataFrame, bad: pl.Expr, message: Callable[[dict], str]) -> None:
     """Raise DatasetError at the first row where `bad` holds: `file:line: message(row)`."""
     rows = frame.filter(bad.fill_null(False)).head(1).to_dicts()
@@ -153,9 +166,11 @@ def text_column(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     return frame
 
 
-def numeric_column(frame: pl.DataFrame, column: str, *, required: bool = True) -> pl.DataFrame:
+def numeric_column(frame: pl.DataFrame, column: str, *, required: bool = True,
+                   nan_is_empty: bool = False) -> pl.DataFrame:
     """`column` as Float64: a cell that is not a finite number is an error at its row (empty cells
-    are errors only when `required`)."""
+    are errors only when `required`; with `nan_is_empty`, NaN cells, as pandas writes missing values,
+    are empty)."""
     source = pl.col(column)
     if frame.schema[column] == pl.Utf8:
         parsed = source.str.strip_chars().cast(pl.Float64, strict=False)
@@ -163,6 +178,9 @@ def numeric_column(frame: pl.DataFrame, column: str, *, required: bool = True) -
     else:
         parsed = source.cast(pl.Float64, strict=False)
         blank = source.is_null()
+    if nan_is_empty:
+        blank = blank | parsed.is_nan().fill_null(False)
+        parsed = pl.when(blank).then(None).otherwise(parsed)
     checked = frame.with_columns(parsed.alias("_number"), blank.alias("_blank"))
     fail_where(checked, ~pl.col("_blank") & (pl.col("_number").is_null() | ~pl.col("_number").is_finite()),
                lambda r: f"{column} {r[column]!r} is not a finite number")

@@ -12,9 +12,10 @@ from eqarena.datasets.records import DatasetError
 from eqarena.importers.arena_hard_auto import read_arena_hard_judgments
 from eqarena.importers.battles import read_battles
 from eqarena.importers.pairwise import read_pairwise_table
+from eqarena.importers.preferences import read_preference_table
 from eqarena.importers.result import Imported
 from eqarena.importers.scores import read_score_table
-from eqarena.options import ImportFormat, ImportOptions
+from eqarena.options import ImportFormat, ImportLayout, ImportOptions
 from eqarena.orchestration.steps import step
 from eqarena.tasks.ingest import IngestSummary
 from eqarena.warehouse.catalog import judge_templates
@@ -40,8 +41,11 @@ def read_import(options: ImportOptions) -> Imported:
     if options.fmt is ImportFormat.BATTLES:
         return read_battles(files, options.dataset, options.judge)
     if options.fmt is ImportFormat.PAIRWISE:
-        return read_pairwise_table(files, options.dataset, options.judge)
-    return read_score_table(files, options.dataset, options.judge, options.payoff, options.scale)
+        if options.layout is ImportLayout.PREFERENCES:
+            return read_preference_table(files, options.dataset, options.judge, options.baseline, options.id_column)
+        return read_pairwise_table(files, options.dataset, options.judge, options.id_column)
+    return read_score_table(files, options.dataset, options.judge, options.payoff, options.scale,
+                            options.layout, options.id_column)
 
 
 @step("check_score_judges")

@@ -105,6 +105,38 @@ def scores(rng: np.random.Generator, skills: dict) -> None:
             writer.writerow([qid, *row])
 
 
+TASKS = ["code_generation", "code_completion", "math_competitions", "logic_puzzles", "summarize", "typos"]
+
+
+def livebench_style(rng: np.random.Generator) -> None:
+    """A table of a row per model and a column per task, in percent (`import scores --layout models-by-tasks`)."""
+    base = {"atlas-7b": 0.0, "borealis-13b": 0.6, "cirrus-70b": 1.4, "drift-3b": -0.8}
+    with open(HERE / "livebench-style.csv", "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(["model", *TASKS])
+        for model in MODELS:
+            row = [f"{100 / (1 + np.exp(-(base[model] + 0.8 * rng.normal()))):.1f}" for _ in TASKS]
+            if model == "drift-3b":  # tasks a model was not run on: NaN (as pandas writes it) or empty
+                row[TASKS.index("summarize")], row[TASKS.index("typos")] = "NaN", ""
+            writer.writerow([model, *row])
+
+
+def alpacaeval_style(rng: np.random.Generator, skills: dict) -> None:
+    """A row per instruction, a column per model: its preference in [1, 2] over the baseline
+    (`import pairwise --layout preferences --baseline gpt4_turbo`)."""
+    with open(HERE / "alpacaeval-style.csv", "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(["instruction_idx", "instruction", *MODELS])
+        for k, text in enumerate(PROMPTS.values()):
+            row = []
+            for model in MODELS:
+                gap = skills[model][k] - skills[BASELINE][k] + rng.normal(scale=0.5)
+                row.append("1.5" if abs(gap) < 0.15 else f"{1 + 1 / (1 + np.exp(-2 * gap)):.2f}")
+            if k == 5:  # an instruction a model has no output for
+                row[MODELS.index("drift-3b")] = ""
+            writer.writerow([k, text, *row])
+
+
 def main() -> None:
     rng = np.random.default_rng(20241125)
     skills = skill(rng)
@@ -112,6 +144,8 @@ def main() -> None:
     battles(rng, skills)
     pairwise(rng, skills)
     scores(rng, skills)
+    livebench_style(rng)
+    alpacaeval_style(rng, skills)
 
 
 if __name__ == "__main__":
