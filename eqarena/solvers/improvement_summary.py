@@ -44,6 +44,8 @@ def paired_difference(a, b, **options) -> Interval:
 
 def difference_sentence(first: str, second: str, what: str, d: Interval) -> str:
     """'under elo the model skill entropy ends 0.21 lower than under ne (95% interval 0.12 to 0.30)'."""
+    if d.lo == d.hi == 0:  # e.g. the prompts of the "initial" setting: the same in every trial
+        return f"under {first} the {what} skill entropy ends the same as under {second}"
     word = "lower" if d.mean < 0 else "higher"
     lo, hi = (-d.hi, -d.lo) if d.mean < 0 else (d.lo, d.hi)  # the interval of the amount lower / higher
     return (f"under {first} the {what} skill entropy ends {abs(d.mean):.3f} nats {word} than under {second} "
