@@ -37,7 +37,7 @@ class PathSizes:
     initial_models: int = 5      # M_0
     candidate_models: int = 8    # M'
     candidate_prompts: int = 64  # P' (best-of-64, paper Section 2)
-    iterations: int = 20         # T
+    iterations: int = 16         # T
     max_rounds: int = 100
 
     def __post_init__(self):

@@ -45,8 +45,12 @@ def run_trials(methods: Iterable[str], settings: Iterable[str], sizes: PathSizes
     context = multiprocessing.get_context("spawn")  # JAX's threads make fork unsafe
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(trial_steps, m, s, sizes, seed + k): (m, s, k) for m, s, k in order}
-        for future in as_completed(futures):
-            done(futures[future], future.result())
+        try:
+            for future in as_completed(futures):
+                done(futures[future], future.result())
+        except BaseException:  # an interrupt or a failed trial: drop the queued trials, do not wait for them
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     return {job: results[job] for job in jobs}
 
 
