@@ -63,12 +63,13 @@ def improvement_path(
 ) -> None:
     """Algorithm 1 of the paper (Section 2, Figure 1): each iteration adds a model grown from
     Dirichlet(1_K) improvement vectors until the method rates it top (and, in the `additional` setting,
-    first the best of P' = 64 Dirichlet prompts); prompts are skill distributions, models nonnegative skill
-    vectors, u_king[p, i, j] = p^T (m_i - m_j). Defaults: K = 5 skills, P_0 = 5 initial prompts, M_0 = 5
-    initial models, M' = 8 improvement vectors per round (at most 100 rounds per model), P' = 64,
-    16 iterations, 32 trials (about 7 minutes for elo and ne on two cores). Prints the final prompt and model skill entropies (nats, 95% bootstrap
-    intervals over trials) and the elo − ne differences; writes tables simulation_runs and simulation_steps
-    and an HTML page with Figure 1 centre and right / Figure 4."""
+    first the best of P' = 64 Dirichlet prompts); prompts are skill distributions, models nonnegative
+    skill vectors, u_king[p, i, j] = p^T (m_i - m_j). Defaults: K = 5 skills, P_0 = 5 initial prompts,
+    M_0 = 5 initial models, M' = 8 improvement vectors per round (at most 100 rounds per model),
+    P' = 64, 16 iterations, 32 trials (elo and ne: under 10 minutes on two cores). Prints the final
+    prompt and model skill entropies (nats, 95% bootstrap intervals over trials) and the elo − ne
+    differences; writes tables simulation_runs and simulation_steps and an HTML page with Figure 1
+    centre and right / Figure 4."""
     from dataclasses import replace
 
     from eqarena.orchestration.progress import stage
