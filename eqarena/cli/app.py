@@ -9,7 +9,7 @@ import traceback
 
 import typer
 
-from eqarena.cli import analyze, data, judging, main_job, paper, rating, status
+from eqarena.cli import analyze, data, judging, main_job, paper, rating, simulate, status
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.support import release_frames
 
@@ -55,6 +55,7 @@ app.command("serve")(main_job.serve)
 app.command("judge")(judging.judge)
 app.add_typer(analyze.analyze_app, name="analyze")
 app.add_typer(paper.paper_app, name="paper")
+app.add_typer(simulate.simulate_app, name="simulate")
 
 
 def main() -> None:

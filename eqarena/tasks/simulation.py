@@ -1,0 +1,120 @@
+"""Running improvement-path trials (Algorithm 1, eqarena/solvers/improvement_path.py) over methods,
+settings and trials, in worker processes; their steps as one polars frame; and the final-entropy
+summary (bootstrap over trials, paired elo - ne differences)."""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import polars as pl
+
+from eqarena.solvers.improvement_path import PathSizes, PathStep, improvement_path, rater
+from eqarena.solvers.improvement_summary import Interval, bootstrap_mean, difference_sentence, paired_difference
+
+Job = tuple[str, str, int]  # (method, setting, trial)
+
+
+def trial_steps(method: str, setting: str, sizes: PathSizes, seed: int) -> list[PathStep]:
+    """One trial (a worker's job): Algorithm 1 under `method` in `setting`, drawn from `seed`."""
+    return improvement_path(rater(method), setting, sizes, seed)
+
+
+def run_trials(methods: Iterable[str], settings: Iterable[str], sizes: PathSizes, trials: int, seed: int,
+               workers: int = 1, on_done: Callable[[Job, list[PathStep], int], None] | None = None,
+               ) -> dict[Job, list[PathStep]]:
+    """Every (method, setting, trial) path; trial k is drawn with seed + k (the same draw for every
+    method and setting). `workers` > 1 runs them in that many processes; on_done(job, steps, finished)
+    is called as each ends."""
+    jobs = [(m, s, k) for m in methods for s in settings for k in range(trials)]
+    results: dict[Job, list[PathStep]] = {}
+
+    def done(job, steps):
+        results[job] = steps
+        if on_done is not None:
+            on_done(job, steps, len(results))
+
+    if workers <= 1:
+        for job in jobs:
+            done(job, trial_steps(job[0], job[1], sizes, seed + job[2]))
+        return results
+    # Equilibrium trials are the slow ones: submit them first so the workers finish together.
+    order = sorted(jobs, key=lambda j: j[0] in ("elo", "bt"))
+    context = multiprocessing.get_context("spawn")  # JAX's threads make fork unsafe
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(trial_steps, m, s, sizes, seed + k): (m, s, k) for m, s, k in order}
+        try:
+            for future in as_completed(futures):
+                done(futures[future], future.result())
+        except BaseException:  # an interrupt or a failed trial: drop the queued trials, do not wait for them
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    return {job: results[job] for job in jobs}
+
+
+def steps_frame(results: dict[Job, list[PathStep]]) -> pl.DataFrame:
+    """One row per (method, setting, trial, iteration): the columns of table simulation_steps."""
+    def vector(v):
+        return None if v is None else [float(x) for x in v]
+
+    rows = [{"method": m, "setting": s, "trial": k, "iteration": st.iteration,
+             "prompt_entropy": st.prompt_entropy, "model_entropy": st.model_entropy,
+             "added_model": vector(st.added_model), "added_prompt": vector(st.added_prompt),
+             "prompt_marginal": vector(st.prompt_marginal), "rounds": st.rounds, "top_ranked": st.top_ranked}
+            for (m, s, k), steps in results.items() for st in steps]
+    schema = {"method": pl.Utf8, "setting": pl.Utf8, "trial": pl.Int32, "iteration": pl.Int32,
+              "prompt_entropy": pl.Float64, "model_entropy": pl.Float64, "added_model": pl.List(pl.Float64),
+              "added_prompt": pl.List(pl.Float64), "prompt_marginal": pl.List(pl.Float64), "rounds": pl.Int32,
+              "top_ranked": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema)
+
+
+@dataclass(frozen=True)
+class FinalEntropy:
+    """Mean final skill entropies of one method in one setting, with bootstrap intervals over trials."""
+
+    method: str
+    setting: str
+    prompt: Interval
+    model: Interval
+
+
+@dataclass(frozen=True)
+class EntropyDifference:
+    """first - second in final skill entropy (paired by trial), with its interval and a sentence."""
+
+    first: str
+    second: str
+    setting: str
+    what: str  # "model" or "prompt"
+    difference: Interval
+    sentence: str
+
+
+def final_values(frame: pl.DataFrame, method: str, setting: str, column: str) -> list[float]:
+    """The per-trial value of `column` at the last iteration, in trial order."""
+    rows = frame.filter((pl.col("method") == method) & (pl.col("setting") == setting))
+    last = rows.filter(pl.col("iteration") == pl.col("iteration").max()).sort("trial")
+    return last[column].to_list()
+
+
+def summarise(frame: pl.DataFrame, methods: list[str], settings: list[str], seed: int = 0,
+              ) -> tuple[list[FinalEntropy], list[EntropyDifference]]:
+    """Final entropies per method and setting; and, for every method after the first (elo when run),
+    the paired difference first - method per setting, for models and prompts."""
+    finals = [FinalEntropy(m, s, bootstrap_mean(final_values(frame, m, s, "prompt_entropy"), seed=seed),
+                           bootstrap_mean(final_values(frame, m, s, "model_entropy"), seed=seed))
+              for m in methods for s in settings]
+    differences = []
+    first = methods[0]
+    for other in methods[1:]:
+        for s in settings:
+            for what in ("model", "prompt"):
+                column = f"{what}_entropy"
+                d = paired_difference(final_values(frame, first, s, column), final_values(frame, other, s, column),
+                                      seed=seed)
+                differences.append(EntropyDifference(first, other, s, what, d,
+                                                     f"{s} prompts: " + difference_sentence(first, other, what, d)))
+    return finals, differences
