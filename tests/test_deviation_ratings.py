@@ -194,3 +194,24 @@ def test_rate_methods_deviation_through_the_cli(prefect_harness, tmp_path):
     assert max(king.values()) <= 1e-9  # ratings at a CCE
     assert query(db, "SELECT count(DISTINCT scheme) FROM rating_intervals WHERE run_id = ? "
                      "AND method = 'deviation'", [run_id]) == [(2,)]
+    # Exact copies of PRD prompts leave every original rating unchanged; the clone analysis and the report
+    # take the method like any other.
+    prompts = sorted({p for (p,) in query(db, "SELECT DISTINCT prompt_id FROM payoffs WHERE run_id = ?", [run_id])},
+                     key=int)
+    models = sorted(king)
+    u = np.zeros((len(prompts), len(models), len(models)))
+    for p, i, j, v in query(db, "SELECT prompt_id, king, rebel, u_king FROM payoffs WHERE run_id = ?", [run_id]):
+        u[prompts.index(p), models.index(i), models.index(j)] = v
+    copies = [0, 5, 5, 17, 42, 42, 42]
+    base = deviation(koth_game(u), merge_clones=False).ratings
+    cloned = deviation(koth_game(np.concatenate([u, u[copies]])), merge_clones=False).ratings
+    np.testing.assert_allclose(cloned[0][:len(prompts)], base[0], atol=1e-6)
+    for player in (1, 2):
+        np.testing.assert_allclose(cloned[player], base[player], atol=1e-6)
+    np.testing.assert_allclose([king[m] for m in models], base[1], atol=1e-6)  # as stored by rate
+    analysed = cli.invoke(app, ["analyze", "clones", "--run", run_id, "--n", "0,20", "--n-noisy", "0",
+                                "--db", db, "--out", str(tmp_path / "out")])
+    assert analysed.exit_code == 0, analysed.output
+    assert "Deviation: exact: ranks unchanged up to 20 clones" in analysed.output
+    report = (tmp_path / "out" / f"eqarena-{run_id}.html").read_text()
+    assert '<section id="clones">' in report and "Deviation" in report

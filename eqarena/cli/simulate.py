@@ -66,7 +66,7 @@ def improvement_path(
     first the best of P' = 64 Dirichlet prompts); prompts are skill distributions, models nonnegative
     skill vectors, u_king[p, i, j] = p^T (m_i - m_j). Defaults: K = 5 skills, P_0 = 5 initial prompts,
     M_0 = 5 initial models, M' = 8 improvement vectors per round (at most 100 rounds per model),
-    P' = 64, 16 iterations, 32 trials (elo and ne: under 10 minutes on two cores). Prints the final
+    P' = 64, 16 iterations, 32 trials (elo and ne: about 4 minutes on two cores). Prints the final
     prompt and model skill entropies (nats, 95% bootstrap intervals over trials) and the elo − ne
     differences; writes tables simulation_runs and simulation_steps and an HTML page with Figure 1
     centre and right / Figure 4."""
