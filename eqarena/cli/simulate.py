@@ -16,7 +16,7 @@ from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.output import warehouse_file
 from eqarena.cli.support import DB_HELP, cli_errors
 from eqarena.options import DEFAULT_OUT_DIR
-from eqarena.solvers.improvement_path import SETTINGS, PathSizes
+from eqarena.options import SETTINGS, PathSizes
 
 simulate_app = typer.Typer(help="Simulate how rating methods steer model and prompt development.",
                            no_args_is_help=True, rich_markup_mode="markdown", cls=TidyHelpGroup)

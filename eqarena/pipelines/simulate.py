@@ -13,7 +13,7 @@ from typing import Callable
 
 from eqarena import warehouse
 from eqarena.report.simulation_page import write_page
-from eqarena.solvers.improvement_path import PathSizes
+from eqarena.options import PathSizes
 from eqarena.tasks.runs import RunLog
 from eqarena.tasks.simulation import EntropyDifference, FinalEntropy, run_trials, steps_frame, summarise
 from eqarena.warehouse.simulations import write_simulation

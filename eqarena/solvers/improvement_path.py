@@ -22,28 +22,9 @@ from typing import Callable
 import numpy as np
 
 from eqarena.methods import get_method
+from eqarena.options import SETTINGS, PathSizes
 
-SETTINGS = ("initial", "additional")  # fixed initial prompts; a best-of-P' prompt added every iteration
 TIE = 1e-6  # a candidate whose rating is within TIE of the best model's is top-ranked
-
-
-@dataclass(frozen=True)
-class PathSizes:
-    """Algorithm 1's sizes. max_rounds bounds the inner loop (improvement rounds of one new model): a
-    model that is still not top-ranked after it is added anyway, and its step says so (`rounds`)."""
-
-    skills: int = 5              # K
-    initial_prompts: int = 5     # P_0
-    initial_models: int = 5      # M_0
-    candidate_models: int = 8    # M'
-    candidate_prompts: int = 64  # P' (best-of-64, paper Section 2)
-    iterations: int = 16         # T
-    max_rounds: int = 100
-
-    def __post_init__(self):
-        if min(self.skills, self.initial_prompts, self.initial_models, self.candidate_models,
-               self.candidate_prompts, self.max_rounds) < 1 or self.iterations < 0:
-            raise ValueError(f"improvement path sizes must be positive: {self}")
 
 
 @dataclass(frozen=True, eq=False)
