@@ -15,8 +15,12 @@ first use.
 
 from __future__ import annotations
 
-import importlib
-from importlib.metadata import PackageNotFoundError, version
+from eqarena.lifeline import tie_if_spawned_worker
+
+tie_if_spawned_worker()  # a spawned worker dies with its command even while it is still importing
+
+import importlib  # noqa: E402
+from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 
 try:
     __version__ = version("eqarena")

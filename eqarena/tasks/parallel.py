@@ -22,6 +22,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from eqarena.lifeline import expect_workers
+
 if TYPE_CHECKING:  # imported by the worker only after it has tied its life to the parent's
     from eqarena.solvers.bootstrap import ReplicateSolver, Unit, UnitMap, UnitResult
 
@@ -56,6 +58,7 @@ def process_map(workers: int) -> UnitMap:
 
     def run(solver: ReplicateSolver, units: Sequence[Unit]) -> Iterator[UnitResult]:
         context = multiprocessing.get_context("spawn")  # JAX is multithreaded: never fork it
+        expect_workers()  # they tie their life to this process before their first import (eqarena/lifeline.py)
         pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
                                                       initargs=(pickle.dumps(solver), os.getpid()))
         try:

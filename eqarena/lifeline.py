@@ -1,0 +1,33 @@
+"""Worker processes die with the command that spawned them, from their first moment.
+
+A spawned worker imports the command's entry point (eqarena.cli, about 1 s) before it runs any pool
+initializer, so a kill -9 of the command in that second would leave it running until its imports end.
+`tie_if_spawned_worker()` runs first thing when the `eqarena` package is imported in a child process
+whose parent set WORKER_OF_ENV (`expect_workers()`): on Linux it asks the kernel for SIGKILL when
+the parent dies (`prctl(PR_SET_PDEATHSIG)`). Standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+WORKER_OF_ENV = "EQARENA_WORKER_OF"  # the pid whose spawned workers tie their life to it
+PR_SET_PDEATHSIG = 1
+
+
+def expect_workers() -> None:
+    """Called by a command before it spawns workers: they inherit the variable and tie themselves to it."""
+    os.environ[WORKER_OF_ENV] = str(os.getpid())
+
+
+def tie_if_spawned_worker() -> None:
+    """In a direct child of the process that called `expect_workers` (its spawned workers; never in
+    grandchildren, which inherit the variable too): ask for SIGKILL when that parent dies (Linux). A
+    parent that died before this is caught by the pool's initializer (tasks/parallel.py), which checks
+    the parent pid again. (A spawned child runs with the parent's sys.argv, so argv cannot tell.)"""
+    parent = os.environ.get(WORKER_OF_ENV)
+    if parent and str(os.getppid()) == parent and sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
