@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from datetime import datetime, timezone
 
 import duckdb
@@ -69,6 +71,20 @@ def test_snapshot_is_a_whole_copy_beside_the_warehouse(tmp_path):
         assert reader.execute("SELECT count(*) FROM latest_model_ratings").fetchone()[0] == 0  # views too
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
     assert publish_snapshot(duckdb.connect()) is None  # in memory: nothing to copy
+
+
+@pytest.mark.integration  # a second process
+def test_publishing_a_snapshot_keeps_the_writers_lock(tmp_path):
+    """DuckDB's lock is a POSIX record lock, dropped when its process closes any descriptor of the file:
+    a snapshot copied from the writing process let a second writer in while the first still wrote."""
+    db = tmp_path / "w.duckdb"
+    con = warehouse.connect(db)
+    upsert_run(con, RunRecord("rate-1", "rate", datetime.now(timezone.utc)))
+    publish_snapshot(con)
+    second = subprocess.run([sys.executable, "-c", f"import duckdb; duckdb.connect({str(db)!r})"],
+                            capture_output=True, text=True)
+    con.close()
+    assert second.returncode != 0 and "lock" in second.stderr.lower(), second.stderr
 
 
 def test_snapshot_publishing_can_be_turned_off(tmp_path, monkeypatch):

@@ -4,7 +4,10 @@ DuckDB lets one process write a file or any number read it, never both: a dashbo
 file read-only makes the next writer wait, and a writer makes the dashboard's next open fail. So
 after every finished run the writer publishes a snapshot: it checkpoints the live file (the write-
 ahead log folded in), copies it while it still holds the lock (no other process can change it
-meanwhile) and renames the copy over the last snapshot. The rename is atomic: a reader opening the
+meanwhile) and renames the copy over the last snapshot. The copy is made by a child process: DuckDB
+locks the file with a POSIX record lock, which the kernel drops when the holding process closes *any*
+descriptor of that file, so reading the file from this process would let a waiting writer in while
+this one still writes. The rename is atomic: a reader opening the
 snapshot gets the previous or the new copy, whole; a reader that has it open keeps reading the copy
 it opened. No eqarena process ever opens the snapshot, so readers of it never meet a lock.
 """
@@ -12,7 +15,7 @@ it opened. No eqarena process ever opens the snapshot, so readers of it never me
 from __future__ import annotations
 
 import os
-import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -46,7 +49,7 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection) -> Path | None:
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(handle)
     try:
-        shutil.copyfile(source, temporary)  # in the kernel (sendfile / copy_file_range)
+        _copy_in_child_process(source, Path(temporary))
         with open(temporary, "rb") as copy:
             os.fsync(copy.fileno())  # whole on disk before it replaces the last snapshot
         os.chmod(temporary, 0o444)  # a reader's copy: nothing should write to it
@@ -55,3 +58,11 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection) -> Path | None:
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
+
+
+def _copy_in_child_process(source: Path, target: Path) -> None:
+    """`cp source target`, run as a child process so that no descriptor of `source` is opened or
+    closed by this one, which holds DuckDB's lock on it (module docstring)."""
+    done = subprocess.run(["cp", "--", str(source), str(target)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise OSError(f"cannot copy {source} to {target}: {done.stderr.strip() or f'cp exited {done.returncode}'}")
