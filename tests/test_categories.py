@@ -300,3 +300,24 @@ def test_a_dataset_without_categories_is_a_clear_error(tmp_path):
                         f"in table prompts); rate without {option}")
     assert query(db, "SELECT count(*) FROM runs WHERE kind = 'rate'") == [(0,)]
     assert query(db, "SELECT count(*) FROM ratings") == [(0,)]
+
+
+def test_many_groups_are_the_report_tables_rows():
+    from types import SimpleNamespace
+
+    from eqarena.report.category_table import category_table
+    from eqarena.report.sections_categories import WIDE_UP_TO, categories_section
+    from eqarena.warehouse.category_ratings import GroupRating, GroupRow
+
+    names = [f"k{k:02d}" for k in range(WIDE_UP_TO + 1)]
+    groups = [GroupRow("cluster", n, 2, 2, 2, "rated", None) for n in names]
+    ratings = [GroupRating("cluster", n, "ne", m, r, rank, None, 2, 0.0)
+               for k, n in enumerate(names)
+               for m, r, rank in ((("a", 0.0, 1), ("b", -0.5, 2)) if k % 2 else (("b", 0.0, 1), ("a", -0.5, 2)))]
+    html = categories_section(SimpleNamespace(categories=category_table(groups, ratings), ratings=[]))
+    section = CategorySection()
+    section.feed(html)
+    assert [text for text, _ in section.header][:3] == ["cluster", "prompts", "top"]
+    rows = {row[0][0]: row for row in section.rows if row}
+    assert list(rows) == names
+    assert rows["k01"][2][0] == "a" and rows["k02"][2][0] == "b"

@@ -30,7 +30,8 @@ def categories_section(d: ReportData) -> str:
             f"{table.grouping}, so no intervals (<code>eqarena rate --category NAME</code> gives one "
             f"{table.grouping}'s). {len(rated)} of {len(table.groups)} {plural} rated; every method's ratings are "
             "in table <code>category_ratings</code>.</p>")
-    grid = _wide(models, rated, full, method) if len(rated) <= WIDE_UP_TO else _long(models, rated, method)
+    grid = (_wide(models, rated, full, method) if len(rated) <= WIDE_UP_TO
+            else _long(table.grouping, models, rated, method))
     skipped = [g for g in table.groups if g.skipped]
     listed = ""
     if skipped:
@@ -69,9 +70,9 @@ def _wide(models: list[str], groups: list[GroupLine], full: dict, method: str) -
             "</table>")
 
 
-def _long(models: list[str], groups: list[GroupLine], method: str) -> str:
+def _long(grouping: str, models: list[str], groups: list[GroupLine], method: str) -> str:
     """Groups as rows (many of them), models as columns."""
-    head = ('<th class="name">group</th><th>prompts</th><th class="name">top</th>'
+    head = (f'<th class="name">{grouping}</th><th>prompts</th><th class="name">top</th>'
             + "".join(f"<th>{page.escape(m)}</th>" for m in models))
     rows = [f'<tr><td class="name">{page.escape(g.category)}</td><td>{g.prompts}</td>'
             f'<td class="name">{page.escape(", ".join(g.top))}</td>'
