@@ -43,14 +43,18 @@ def ingest(source: str = IngestOptions.source, *, db: Db = None, name: str | Non
 
 def rate(dataset: str, *, db: Db = None, judges: Sequence[str] = (), methods: Sequence[str] | None = None,
          missing: MissingPolicy | str = MissingPolicy.REFUSE, orders: OrderRule | str = OrderRule.BOTH,
-         bootstrap: int = BootstrapOptions.replicates, seed: int = 0) -> RateResult:
+         bootstrap: int = BootstrapOptions.replicates, seed: int = 0, category: str | None = None,
+         by: str | None = None) -> RateResult:
     """Rate the models and prompts of `dataset` from the judgments of `judges` (default: all) by
     `methods` (names of the method registry; default: its default methods); a new rate run in `db`.
-    Returns its run id, shape and each equilibrium's exploitability; `read_ratings` reads the ratings."""
+    `category`: only that category's prompts; `by` ("category" or "cluster"): also each group rated
+    alone (table category_ratings). Returns its run id, shape and each equilibrium's exploitability;
+    `read_ratings` reads the ratings."""
     from eqarena.pipelines.rate import rate as rate_pipeline
 
     options = RateOptions(dataset=dataset, judges=tuple(judges), methods=None if methods is None else tuple(methods),
-                          missing=missing, orders=orders, bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed))
+                          missing=missing, orders=orders, bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed),
+                          category=category, by=by)
     return rate_pipeline(options, _db(db))
 
 

@@ -73,6 +73,13 @@ class ImportLayout(StrEnum):
 LAYOUTS = {"scores": ("long", "wide", "models-by-tasks"), "pairwise": ("long", "preferences")}
 
 
+class Grouping(StrEnum):
+    """A column of `prompts` that splits a dataset into groups rated separately (`rate --by`)."""
+
+    CATEGORY = "category"
+    CLUSTER = "cluster"
+
+
 class ScorePayoff(StrEnum):
     """How two per-prompt scores become a payoff: clip((s_a - s_b) / scale, -1, 1), or its sign."""
 
@@ -138,7 +145,9 @@ class RateOptions:
     default methods), with a missing-cell policy, an order rule and a bootstrap. `baseline`: the model
     the `winrate` method rates against (None: the model in the most judgments, which for an
     arena-hard-auto import is its baseline); `style_control`: also rate by `bt-style` (Bradley-Terry
-    with the answers' length and markdown as covariates)."""
+    with the answers' length and markdown as covariates). `category`: rate only the prompts of this
+    category (table prompts); `by`: also rate each category (or cluster) on its own, point ratings by
+    the same methods and missing-cell policy."""
 
     dataset: str | None = None
     judges: tuple[str, ...] = ()
@@ -148,10 +157,17 @@ class RateOptions:
     bootstrap: BootstrapOptions = field(default_factory=BootstrapOptions)
     baseline: str | None = None
     style_control: bool = False
+    category: str | None = None
+    by: Grouping | None = None
 
     def __post_init__(self):
         _tuple(self, "judges", "methods")
-        _coerce(self, missing=MissingPolicy, orders=OrderRule)
+        _coerce(self, missing=MissingPolicy, orders=OrderRule, by=Grouping)
+        if self.category is not None and not self.category.strip():
+            raise ValueError("--category must name a category; got an empty string")
+        if self.category is not None and self.by is not None:
+            raise ValueError("--category and --by cannot be combined: --category rates one category, "
+                             "--by rates the whole dataset and each group")
 
 
 # ---------------------------------------------------------------------------------------- analyses
@@ -431,7 +447,7 @@ def as_parameters(options) -> dict:
 
 __all__ = [
     "DEFAULT_DATASET", "DEFAULT_JUDGE", "DEFAULT_OUT_DIR", "AdaptiveOptions", "Analysis", "AnalysesOptions",
-    "BootstrapOptions", "CloneOptions", "GenerationOptions", "ImportFormat", "ImportLayout", "ImportOptions",
+    "BootstrapOptions", "CloneOptions", "GenerationOptions", "Grouping", "ImportFormat", "ImportLayout", "ImportOptions",
     "IngestOptions", "JudgeOptions", "MainJobOptions", "MissingPolicy", "OrderRule", "RateOptions", "RetryPolicy", "RiskOptions",
     "RunLimits", "Runner", "RunnerOptions", "ScorePayoff", "SpendCaps", "as_parameters", "choice",
 ]

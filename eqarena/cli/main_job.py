@@ -8,10 +8,11 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_model_ratings
+from eqarena.cli.output import print_group_ratings, print_model_ratings
 from eqarena.cli.rating import rate_options
 from eqarena.cli.support import (
     BOOTSTRAP_HELP,
+    BY,
     DB_HELP,
     WAIT,
     METHODS_HELP,
@@ -51,9 +52,10 @@ YES = typer.Option(False, "--yes", "-y", help="Provider judge only: judge even w
 
 
 def main_job_options(source: str, judge: str, out: Path, methods: Optional[str], missing: str, bootstrap: int,
-                     samples_per_order: int, max_cost: Optional[float], analyses: str, yes: bool) -> MainJobOptions:
+                     samples_per_order: int, max_cost: Optional[float], analyses: str, yes: bool,
+                     by: Optional[str] = None) -> MainJobOptions:
     """MainJobOptions from the flags, checked before any work starts (one-line error, exit 1)."""
-    rate = rate_options(methods, missing, bootstrap=bootstrap)
+    rate = rate_options(methods, missing, bootstrap=bootstrap, by=by)
     with options_errors():
         kinds = [a.lower() for a in split_list([analyses]) if a.lower() != "none"]
         return MainJobOptions(source=source, judge=judge, out_dir=str(out), rate=rate,
@@ -89,14 +91,17 @@ def run(
     max_cost: Optional[float] = MAX_COST,
     analyses: str = ANALYSES,
     yes: bool = YES,
+    by: Optional[str] = BY,
 ) -> None:
     """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
     options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
-                               analyses, yes)
+                               analyses, yes, by)
 
     with cli_errors(*main_job_errors()):
         summary = run_pipeline("run", options, db_option(db))
     print_model_ratings(db, summary.rate_run_id)
+    if options.rate.by is not None:
+        print_group_ratings(db, summary.rate_run_id)
     for lines in summary.analyses.values():
         for line in lines:
             typer.echo(line)
@@ -119,16 +124,19 @@ def refresh(
     max_cost: Optional[float] = MAX_COST,
     analyses: str = ANALYSES,
     yes: bool = YES,
+    by: Optional[str] = BY,
 ) -> None:
     """The main job, incrementally: only new prompts, models and missing judge cells are judged; ratings,
     analyses and the report are recomputed only when their inputs changed. For schedules (see `serve`)."""
     options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
-                               analyses, yes)
+                               analyses, yes, by)
 
     with cli_errors(*main_job_errors()):
         summary = run_pipeline("refresh", options, db_option(db), wait)
     if summary.new_rate_run:  # read while the refresh held the warehouse: another run may write it now
         print_model_ratings(db, summary.rate_run_id)
+        if options.rate.by is not None:
+            print_group_ratings(db, summary.rate_run_id)
     typer.echo(summary.line())
 
 

@@ -66,6 +66,33 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     print_diagnosis(diagnose(evidence))
 
 
+def print_group_ratings(db: Path | None, run_id: str) -> None:
+    """The per-category leaderboard of a run with --by: each category's prompts, top model and ranking by
+    the headline method (report/category_table.py), skipped categories with the reason."""
+    from eqarena.methods import label
+    from eqarena.report.category_table import category_table
+    from eqarena.warehouse.category_ratings import read_group_ratings, read_groups
+
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        found = category_table(read_groups(con, run_id), read_group_ratings(con, run_id))
+    if found is None:
+        return
+    name = label(found.method) if found.method else "–"
+    table = Table(title=f"by {found.grouping}: {name} ranking of each {found.grouping} alone", box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_edge=False, padding=0, caption="point ratings (no bootstrap); = ties, > ranks "
+                  "below; table category_ratings")
+    table.add_column(found.grouping, no_wrap=True)
+    table.add_column("prompts", justify="right")
+    table.add_column("top", no_wrap=True)
+    table.add_column(f"{name} ranking")
+    for g in found.groups:
+        if g.skipped:
+            table.add_row(g.category, str(g.prompts), "–", f"skipped: {shortened(g.skipped, 160)}")
+        else:
+            table.add_row(g.category, str(g.prompts), ", ".join(g.top), g.ranking())
+    Console(width=min(shutil.get_terminal_size().columns, 100)).print(table)
+
+
 def print_diagnosis(found) -> None:
     """The headline method's warning signs (report/diagnosis.py), the method to read instead, and the
     prompts deciding its equilibrium; nothing when there is no sign."""

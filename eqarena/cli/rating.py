@@ -8,9 +8,11 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_methods, print_model_ratings, warehouse_file
+from eqarena.cli.output import print_group_ratings, print_methods, print_model_ratings, warehouse_file
 from eqarena.cli.support import (
     BOOTSTRAP_HELP,
+    BY,
+    CATEGORY_HELP,
     DATASET_HELP,
     DB_HELP,
     WAIT,
@@ -32,7 +34,8 @@ from eqarena.options import DEFAULT_OUT_DIR, BootstrapOptions, RateOptions
 def rate_options(methods: Optional[str], missing: str, orders: str = "both", bootstrap: int = 200, seed: int = 0,
                  judges: Optional[list[str]] = None, dataset: Optional[str] = None,
                  settle: float = BootstrapOptions.settle, baseline: Optional[str] = None,
-                 style_control: bool = False) -> RateOptions:
+                 style_control: bool = False, category: Optional[str] = None,
+                 by: Optional[str] = None) -> RateOptions:
     """RateOptions from the flags, checked before any work starts (one-line error, exit 1)."""
     from eqarena.methods import parse_methods
 
@@ -40,7 +43,7 @@ def rate_options(methods: Optional[str], missing: str, orders: str = "both", boo
         return RateOptions(dataset=dataset, judges=tuple(split_list(judges)),
                            methods=parse_methods(methods) if methods else None, missing=missing, orders=orders,
                            bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, settle=settle),
-                           baseline=baseline, style_control=style_control)
+                           baseline=baseline, style_control=style_control, category=category, by=by)
 
 
 @cli_errors()
@@ -63,12 +66,14 @@ def rate(
     style_control: bool = typer.Option(False, "--style-control", help="Also rate by `bt-style`: Bradley-Terry "
                                        "with the answers' length and markdown counts as covariates (needs "
                                        "the responses' texts); its style coefficients go in the run's parameters."),
+    category: Optional[str] = typer.Option(None, "--category", metavar="NAME", help=CATEGORY_HELP),
+    by: Optional[str] = BY,
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
     """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
     options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle, baseline=baseline,
-                           style_control=style_control)
+                           style_control=style_control, category=category, by=by)
     options = replace(options, dataset=checked_dataset(dataset, db))
     from eqarena.warehouse.tensor import IncompleteTensorError
 
@@ -81,6 +86,8 @@ def rate(
         typer.echo(note)
     for method, value in result.exploitability.items():
         typer.echo(f"{method}: exploitability {value:.2e}")
+    if options.by is not None:
+        print_group_ratings(db, result.run_id)
     typer.echo(f"run {result.run_id} written to {warehouse_file(db)}")
 
 

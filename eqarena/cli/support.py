@@ -145,6 +145,13 @@ BOOTSTRAP_HELP = ("Bootstrap resamples, at most (seeded by --seed): Bradley-Terr
                   "earlier once their intervals settle (rate --settle); 0 turns them off.")
 ORDERS_HELP = ("both: a (prompt, pair) cell needs judgments with each model shown first (position balance); any: "
                "one order is enough (battle logs, whose positions were randomised).")
+CATEGORY_HELP = ("Rate only the prompts of this category (table prompts): a normal rate run of those prompts, "
+                 "the category stored with it.")
+BY_HELP = ("category or cluster: after the usual run, rate each category (or cluster) of the prompts on its "
+           "own by the same methods and --missing policy: point ratings, no per-category bootstrap or "
+           "intervals (rate --category NAME gives one category's). Categories under 2 prompts, or whose "
+           "tensor --missing refuses, are skipped with the reason. Table category_ratings.")
+BY = typer.Option(None, "--by", metavar="GROUPING", help=BY_HELP)
 RUN_HELP = "Rate run id (default: the latest finished one)."
 OUT_HELP = "Directory of the HTML report."
 

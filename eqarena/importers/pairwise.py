@@ -7,7 +7,8 @@ Columns (one row per judgment):
   `tie`); when both columns exist, an empty score falls back to the verdict;
 - optional `judge` (default: `--judge`, else `imported:<file name>`), `sample` (a non-negative
   integer; default: the row's occurrence among rows of the same judge, prompt and ordered pair),
-  `prompt_text` (the prompt itself).
+  `prompt_text` (the prompt itself), `category` (the prompt's category, for `rate --category` and
+  `rate --by category`; one per prompt: rows of a prompt that name two categories are an error).
 `--id-column` names the prompt id column instead. A row whose verdict is `error` and that has no score
 (a judge call that failed, as in MT-bench's judgment files) is stored with status `unparsed` and no
 score, like an arena-hard-auto game without a label; the import's notes count them.
@@ -76,7 +77,19 @@ def _read_one(path: Path, judge: str, id_name: str | None) -> pl.DataFrame:
     text = pl.col("prompt_text").cast(pl.Utf8) if "prompt_text" in frame.columns else pl.lit(None, pl.Utf8)
     given = pl.col("verdict").cast(pl.Utf8) if "verdict" in frame.columns else pl.lit(None, pl.Utf8)
     raw = pl.when(pl.col("status") == "unparsed").then(given).otherwise(None)
-    return frame.with_columns(text.alias("prompt_text"), raw.alias("raw_text"))
+    frame = frame.with_columns(text.alias("prompt_text"), raw.alias("raw_text"))
+    return with_categories(frame) if "category" in frame.columns else frame
+
+
+def with_categories(frame: pl.DataFrame) -> pl.DataFrame:
+    """`category` as text (empty cells: none), checked to name one category per prompt."""
+    category = pl.col("category").cast(pl.Utf8).str.strip_chars()
+    frame = frame.with_columns(pl.when(category == "").then(None).otherwise(category).alias("category"))
+    first = frame.select(pl.col("category").drop_nulls().first().over("prompt_id"))["category"]
+    fail_where(frame.with_columns(first.alias("_first")), pl.col("category") != pl.col("_first"),
+               lambda r: f"prompt {r['prompt_id']!r} has category {r['category']!r} here but {r['_first']!r} on an "
+                         "earlier row (one category per prompt)")
+    return frame
 
 
 def with_scores(frame: pl.DataFrame, failed: tuple[str, ...] = ()) -> pl.DataFrame:
@@ -127,10 +140,12 @@ def to_dataset(frame: pl.DataFrame, name: str, source: str, template_hash: str) 
     first_duplicate(frame, [*PAIR_COLUMNS, "sample"],
                     lambda r: f"judgment (judge {r['judge']!r}, prompt {r['prompt_id']!r}, "
                               f"{r['model_a']!r} vs {r['model_b']!r}, sample {r['sample']})")
-    # A prompt's text: the first non-empty one given (prompts in order of first appearance).
+    # A prompt's text: the first non-empty one given (prompts in order of first appearance); its category.
+    category = pl.col("category") if "category" in frame.columns else pl.lit(None, pl.Utf8).alias("category")
     texts = frame.group_by("prompt_id", maintain_order=True).agg(
-        pl.col("prompt_text").filter(pl.col("prompt_text").is_not_null() & (pl.col("prompt_text") != "")).first())
-    prompts = tuple(Prompt(prompt_id=p, text=t) for p, t in texts.iter_rows())
+        pl.col("prompt_text").filter(pl.col("prompt_text").is_not_null() & (pl.col("prompt_text") != "")).first(),
+        category.drop_nulls().first())
+    prompts = tuple(Prompt(prompt_id=p, text=t, category=c) for p, t, c in texts.iter_rows())
     judgments = frame.select(
         "judge", pl.lit(template_hash).alias("template_hash"), "prompt_id", "model_a", "model_b",
         pl.col("sample").cast(pl.Int64).alias("sample_index"), "status",

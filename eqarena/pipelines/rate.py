@@ -12,6 +12,7 @@ from eqarena.orchestration.runtime import publish_ratings
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import run_logger
 from eqarena.tasks.assemble import assemble
+from eqarena.tasks.rate_groups import rate_groups
 from eqarena.tasks.rate import (
     bootstrap_equilibria,
     chosen_methods,
@@ -61,10 +62,15 @@ def rate(options: RateOptions, db: str | None = None) -> RateResult:
         intervals, parameters["bootstrap_equilibria"] = bootstrap_equilibria(
             tensor, assembled.battles, solved, boot, progress=done)
     notes = _bootstrap_notes(parameters["bootstrap_equilibria"])
+    groups = []
+    if options.by is not None:
+        with log.timed(f"by-{options.by.value}"), stage(f"rating each {options.by.value}") as done:
+            groups = rate_groups(db, options, methods, progress=done)
+        notes += _group_notes(groups)
     run = log.record(parameters=parameters, data_fingerprint=tensor.fingerprint,
                      message=assembled.dropped.summary())
     with log.timed("write"), stage("writing the run"):
-        write_run(db, run, assembled, solved, intervals)
+        write_run(db, run, assembled, solved, intervals, groups)
     run_id, timings = run.run_id, log.timings
     publish_ratings(run_id, options.dataset, [
         {"method": r.method, "model": model, "rating": round(float(value), 6)}
@@ -75,6 +81,17 @@ def rate(options: RateOptions, db: str | None = None) -> RateResult:
     return RateResult(run_id=run_id, dataset=options.dataset, judges=tuple(tensor.judges), shape=tensor.shape,
                       dropped=assembled.dropped.summary(), exploitability=exploitability, timings=timings,
                       notes=notes)
+
+
+def _group_notes(groups) -> tuple[str, ...]:
+    """One line on the per-group ratings of `--by`: how many groups were rated, and each skipped one."""
+    if not groups:
+        return ()
+    grouping = groups[0].grouping
+    rated = sum(not g.skipped for g in groups)
+    lines = [f"by {grouping}: {rated} of {len(groups)} rated separately (point ratings, no bootstrap)"]
+    lines += [f"  skipped {grouping} {g.category!r}: {g.reason}" for g in groups if g.skipped]
+    return tuple(lines)
 
 
 def _bootstrap_notes(diagnostics: dict) -> tuple[str, ...]:

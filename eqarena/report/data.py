@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from eqarena.report.analyses import CloneReport, RiskReport
+from eqarena.report.category_table import CategoryTable
 from eqarena.report.diagnosis import Diagnosis
 from eqarena.warehouse.ratings import (
     Coverage,
@@ -45,6 +46,7 @@ class ReportData:
     intervals: list[IntervalRow] = field(default_factory=list)
     rank_probabilities: list[RankProbability] = field(default_factory=list)
     diagnosis: Diagnosis | None = None
+    categories: CategoryTable | None = None  # per-category ratings of a run rated with --by
 
 
 def by(rows: list, *keys: str) -> dict:

@@ -25,6 +25,11 @@ FOLDED_SECTIONS = {  # diagnostics and raw tables, folded away (<details>)
 SECTIONS = {**MAIN_SECTIONS, **FOLDED_SECTIONS}  # every report has these; clones and risk when analysed
 
 
+OPTIONAL_SECTIONS = {  # main sections of some runs only
+    "categories": "By category",  # a run rated with --by: after the ratings
+}
+
+
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2rem auto; max-width: 1200px;
        color: #222; line-height: 1.45; padding: 0 1rem; }
@@ -43,6 +48,7 @@ figcaption { font-size: 0.85rem; color: #555; }
 nav a { margin-right: 1rem; } details > summary { cursor: pointer; } details > summary h2 { display: inline-block; }
 section.folded h2 { font-size: 1.15rem; border: none; margin-top: 1.2rem; } figure.interactive { max-width: 100%; }
 blockquote { font-size: 0.85rem; color: #444; margin: 0.3rem 0 0.8rem 1rem; }
+table.categories td.top { background: #dce8f5; font-weight: bold; } table.categories small { font-weight: normal; }
 """
 
 
@@ -51,4 +57,5 @@ def section(key: str, body: str) -> str:
     if key in FOLDED_SECTIONS:
         return (f'<section id="{key}" class="folded"><details><summary><h2>{page.escape(SECTIONS[key])}</h2>'
                 f"</summary>{body}</details></section>")
-    return f'<section id="{key}"><h2>{page.escape(SECTIONS[key])}</h2>{body}</section>'
+    title = SECTIONS.get(key) or OPTIONAL_SECTIONS[key]
+    return f'<section id="{key}"><h2>{page.escape(title)}</h2>{body}</section>'

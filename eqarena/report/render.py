@@ -12,7 +12,8 @@ from eqarena.report import html as page
 from eqarena.report import interactive
 from eqarena.report.analyses import CLONES_TITLE, RISK_TITLE, clones_section, risk_section
 from eqarena.report.data import ReportData
-from eqarena.report.layout import CSS, MAIN_SECTIONS
+from eqarena.report.layout import CSS, MAIN_SECTIONS, OPTIONAL_SECTIONS
+from eqarena.report.sections_categories import categories_section
 from eqarena.report.sections_answer import ratings_section, verdict_panel
 from eqarena.report.sections_evidence import contributions_section, payoffs_section, support_section
 from eqarena.report.sections_folded import (
@@ -31,12 +32,16 @@ def render_html(d: ReportData) -> str:
     prompts_count = len({r.action for r in d.ratings if r.player == "prompt"})
     meta = (f'<p class="meta">run <code>{page.escape(run.run_id)}</code> · '
             f'dataset <b>{page.escape(params.get("dataset"))}</b> · '
-            f'judge(s) {page.escape(", ".join(params.get("judges") or []))} · {len(d.models)} models'
+            + (f'category <b>{page.escape(params["category"])}</b> only · ' if params.get("category") else "")
+            + f'judge(s) {page.escape(", ".join(params.get("judges") or []))} · {len(d.models)} models'
             + (f" · {prompts_count} prompts" if prompts_count else "")
             + f' · data fingerprint <code>{page.escape(run.data_fingerprint)}</code>'
             + f' · finished {page.escape(_when(run.finished_at))}</p>')
     versions = ", ".join(f"{k} {v}" for k, v in sorted((run.versions or {}).items()))
-    main = dict(MAIN_SECTIONS)
+    main = {"ratings": MAIN_SECTIONS["ratings"]}
+    if d.categories is not None:  # right after the ratings
+        main["categories"] = OPTIONAL_SECTIONS["categories"]
+    main.update(MAIN_SECTIONS)
     if d.clones is not None:
         main["clones"] = CLONES_TITLE
     if d.risk is not None:
@@ -45,6 +50,7 @@ def render_html(d: ReportData) -> str:
            + '<a href="#diagnostics">Diagnostics and raw tables</a></nav>')
     body = "".join([
         ratings_section(d, methods, eq_methods),
+        categories_section(d),
         support_section(d, eq_methods),
         payoffs_section(d),
         contributions_section(d, eq_methods),
@@ -59,10 +65,15 @@ def render_html(d: ReportData) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>eqarena report — {page.escape(params.get('dataset'))} — {page.escape(run.run_id)}</title>"
         f"<style>{CSS}</style>{interactive.script()}</head><body>"
-        f"<h1>eqarena ratings: {page.escape(params.get('dataset'))}</h1>{meta}{verdict_panel(d)}{nav}{body}"
+        f"<h1>eqarena ratings: {page.escape(params.get('dataset'))}{_category_title(params)}</h1>{meta}{verdict_panel(d)}{nav}{body}"
         f'<footer class="meta"><p>Method: Liu et al., Re-evaluating Open-ended Evaluation of Large Language '
         f"Models (ICLR 2025). Versions: {page.escape(versions)}.</p></footer></body></html>\n"
     )
+
+
+def _category_title(params: dict) -> str:
+    """' (category X)' for a run of one category's prompts, else nothing."""
+    return f" (category {page.escape(params['category'])})" if params.get("category") else ""
 
 
 def _when(value) -> str:

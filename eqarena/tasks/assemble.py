@@ -11,6 +11,7 @@ from eqarena import warehouse
 from eqarena.options import MissingPolicy, RateOptions
 from eqarena.orchestration.steps import step
 from eqarena.solvers.imputation import ImputationError, impute_payoffs
+from eqarena.warehouse.prompt_groups import PromptGroup, check_group, dataset_groups
 from eqarena.warehouse.tensor import (
     Dropped,
     IncompleteTensorError,
@@ -61,19 +62,36 @@ def expand_judges(dataset: str, available: list[str], requested: list[str] | Non
     return list(dict.fromkeys(judges))
 
 
+def category_group(options: RateOptions) -> PromptGroup | None:
+    """The prompts `options.category` restricts a run to, or None (every prompt)."""
+    return None if options.category is None else PromptGroup("category", options.category)
+
+
 @step("assemble_tensor")
 def assemble(db: str | None, options: RateOptions) -> Assembled:
     """Position-balanced u_king and coverage of `options.judges` on `options.dataset` (`orders`: both
-    orders needed per cell, or any); applies the missing-cell policy (docs/game.md#missing-cells)."""
+    orders needed per cell, or any), on the prompts of `options.category` if given (LookupError listing
+    the dataset's categories when it has no such one; also when `options.by` names a grouping its
+    prompts lack, before any solving); applies the missing-cell policy (docs/game.md#missing-cells)."""
     with closing(warehouse.connect(db, read_only=True)) as con:
-        chosen = expand_judges(options.dataset, available_judges(con, options.dataset), list(options.judges))
-        raw = assemble_tensor(con, options.dataset, chosen, orders=options.orders)
-        if options.missing is MissingPolicy.IMPUTE:
-            tensor, dropped = impute(raw)
-        else:
-            tensor, dropped = apply_missing_policy(raw, options.missing)
-        # Score judges have no battles: Bradley-Terry then fits the tensor's cells, as for imputed data.
-        battles = NO_BATTLES if score_judges(con, options.dataset) & set(chosen) else read_battles(con, tensor)
+        group = category_group(options)
+        if group is not None:
+            check_group(con, options.dataset, group)
+        if options.by is not None:
+            dataset_groups(con, options.dataset, options.by.value, f"--by {options.by.value}")
+        return assemble_group(con, options, group)
+
+
+def assemble_group(con, options: RateOptions, group: PromptGroup | None) -> Assembled:
+    """`assemble` on an open connection, on the prompts of `group` (None: all)."""
+    chosen = expand_judges(options.dataset, available_judges(con, options.dataset), list(options.judges))
+    raw = assemble_tensor(con, options.dataset, chosen, orders=options.orders, group=group)
+    if options.missing is MissingPolicy.IMPUTE:
+        tensor, dropped = impute(raw)
+    else:
+        tensor, dropped = apply_missing_policy(raw, options.missing)
+    # Score judges have no battles: Bradley-Terry then fits the tensor's cells, as for imputed data.
+    battles = NO_BATTLES if score_judges(con, options.dataset) & set(chosen) else read_battles(con, tensor)
     return Assembled(raw=raw, tensor=tensor, dropped=dropped, battles=battles)
 
 

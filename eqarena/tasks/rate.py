@@ -24,6 +24,7 @@ from eqarena.solvers.style_features import battle_style_features
 from eqarena.solvers.win_rate import most_compared
 from eqarena.tasks.parallel import process_map
 from eqarena.warehouse.catalog import dataset_response_texts
+from eqarena.warehouse.category_ratings import GroupRecord
 from eqarena.warehouse.ratings import EquilibriumRecord, IntervalRecord, MethodRatings, write_rate_run
 from eqarena.warehouse.runs import RunRecord
 from eqarena.warehouse.snapshot import publish_snapshot
@@ -40,6 +41,10 @@ def rate_parameters(options: RateOptions, methods: tuple[str, ...], judges: list
                   "seed": options.bootstrap.seed, "settle": options.bootstrap.settle, "orders": options.orders.value}
     if options.baseline is not None:  # only when given: older runs stay current for `refresh`
         parameters["baseline"] = options.baseline
+    # Always present: a run of the whole dataset (null) never matches a category run, nor the reverse.
+    parameters["category"] = options.category
+    if options.by is not None:
+        parameters["by"] = options.by.value
     return parameters
 
 
@@ -182,14 +187,15 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
 
 @step("write_ratings")
 def write_run(db: str | None, run: RunRecord, assembled, solved: list[Solved],
-              intervals: list[IntervalRecord] | None = None) -> None:
+              intervals: list[IntervalRecord] | None = None, groups: list[GroupRecord] | None = None) -> None:
     """Write the run's rows (runs, payoffs, ratings, equilibria, contributions, coverage, bootstrap
-    intervals and rank probabilities) in one transaction."""
+    intervals and rank probabilities, per-category ratings) in one transaction."""
     with closing(warehouse.connect(db)) as con:
         write_rate_run(
             con, run, assembled.tensor, assembled.raw, assembled.dropped,
             [r for s in solved for r in s.ratings],
             [s.equilibrium for s in solved if s.equilibrium is not None],
             intervals or (),
+            groups or (),
         )
         publish_snapshot(con)

@@ -10,8 +10,9 @@ from typing import Iterator
 from eqarena import warehouse
 from eqarena.orchestration.steps import run_logger, step
 from eqarena.options import RateOptions
-from eqarena.tasks.assemble import expand_judges
+from eqarena.tasks.assemble import category_group, expand_judges
 from eqarena.warehouse.analyses import latest_analysis
+from eqarena.warehouse.prompt_groups import check_group
 from eqarena.warehouse.runs import matching_rate_run
 from eqarena.warehouse.tensor import assemble_tensor, available_judges
 from eqarena.warehouse.connection import lock_wait_s
@@ -48,7 +49,10 @@ def fingerprint_rate_inputs(db: str | None, options: RateOptions) -> RateInputs:
     (the hash a rate run stores as `data_fingerprint`), without solving anything."""
     with closing(warehouse.connect(db, read_only=True)) as con:
         chosen = expand_judges(options.dataset, available_judges(con, options.dataset), list(options.judges))
-        tensor = assemble_tensor(con, options.dataset, chosen, orders=options.orders)
+        group = category_group(options)
+        if group is not None:
+            check_group(con, options.dataset, group)
+        tensor = assemble_tensor(con, options.dataset, chosen, orders=options.orders, group=group)
     return RateInputs(judges=tuple(tensor.judges), fingerprint=tensor.fingerprint)
 
 

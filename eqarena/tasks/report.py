@@ -11,11 +11,13 @@ from eqarena.methods import ordered
 from eqarena.orchestration.steps import step
 from eqarena.report.directory import report_dir
 from eqarena.report.analyses import load_clone_report, load_risk_report
+from eqarena.report.category_table import category_table
 from eqarena.report.diagnosis import diagnose
 from eqarena.report.evidence import read_evidence
 from eqarena.report.data import ReportData
 from eqarena.report.render import render_html
 from eqarena.warehouse import ratings as store
+from eqarena.warehouse.category_ratings import read_group_ratings, read_groups
 
 TOP_PROMPTS = 4
 
@@ -65,6 +67,7 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
             intervals=store.read_rating_intervals(con, run_id),
             rank_probabilities=store.read_rank_probabilities(con, run_id),
             diagnosis=diagnose(read_evidence(con, run_id, run.parameters.get("dataset", ""))),
+            categories=category_table(read_groups(con, run_id), read_group_ratings(con, run_id)),
         )
 
 

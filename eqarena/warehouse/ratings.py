@@ -11,6 +11,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from eqarena.warehouse.category_ratings import GROUP_TABLES, GroupRecord, write_groups
 from eqarena.warehouse.runs import RunRecord, to_json, upsert_run
 from eqarena.warehouse.tensor import Dropped, PayoffTensor
 
@@ -112,7 +113,8 @@ def _floats(values: np.ndarray | None, n: int) -> list:
 
 
 _RUN_TABLES = ("payoffs", "ratings", "equilibria", "equilibrium_marginals", "equilibrium_joint",
-               "contributions", "coverage", "run_inputs", "dropped", "rating_intervals", "rank_probabilities")
+               "contributions", "coverage", "run_inputs", "dropped", "rating_intervals", "rank_probabilities",
+               *GROUP_TABLES)
 
 
 def write_rate_run(
@@ -124,10 +126,12 @@ def write_rate_run(
     ratings: Sequence[MethodRatings],
     equilibria: Sequence[EquilibriumRecord],
     intervals: Sequence[IntervalRecord] = (),
+    groups: Sequence[GroupRecord] = (),
 ) -> None:
     """Write everything a rate run produced, replacing any earlier rows of the same run_id, in one
     transaction (nothing partial on failure). `tensor` is the solved (complete) tensor,
-    `coverage_tensor` the one before the missing-data policy; `intervals` the bootstrap confidence."""
+    `coverage_tensor` the one before the missing-data policy; `intervals` the bootstrap confidence;
+    `groups` the per-category ratings of `rate --by`."""
     con.execute("BEGIN TRANSACTION")
     try:
         for table in _RUN_TABLES:
@@ -141,6 +145,7 @@ def write_rate_run(
             _write_equilibrium(con, run.run_id, tensor, eq)
         for record in intervals:
             _write_interval(con, run.run_id, record)
+        write_groups(con, run.run_id, groups)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

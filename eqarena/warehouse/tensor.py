@@ -24,6 +24,7 @@ import numpy as np
 
 from eqarena.options import MissingPolicy, OrderRule, choice
 from eqarena.warehouse.catalog import has_scores
+from eqarena.warehouse.prompt_groups import PromptGroup
 
 DROP_POLICIES = (MissingPolicy.REFUSE, MissingPolicy.DROP_PROMPTS, MissingPolicy.DROP_MODELS)
 
@@ -153,13 +154,16 @@ def assemble_tensor(
     *,
     template_hash: str | None = None,
     orders: OrderRule = OrderRule.BOTH,
+    group: PromptGroup | None = None,
 ) -> PayoffTensor:
     """Position-balanced u_king[P, M, M] and coverage mask for one judge or a pooled set.
 
     `orders`: "both" (a cell needs ok judgments in both orders) or "any" (module docstring).
 
     The prompts are those of `dataset` (table prompts) plus any judged prompt; the models those with a
-    response on it plus any judged model, so a model nobody judged shows up as uncovered.
+    response on it plus any judged model, so a model nobody judged shows up as uncovered. With `group`,
+    only the prompts of that category or cluster (table prompts), and the models with a response or a
+    judgment on them; the group is part of the fingerprint.
     Raises UnknownJudgeError naming the judge when a requested judge has no judgment on the dataset.
     """
     judges = tuple(dict.fromkeys(judges))
@@ -175,13 +179,17 @@ def assemble_tensor(
     params = {"dataset": dataset, "judges": list(judges)}
     if template_hash is not None:
         params["template_hash"] = template_hash
-    where = f"dataset = $dataset AND list_contains($judges, judge){_judge_filter(template_hash)}"
+    in_group = ""
+    if group is not None:
+        params["group_name"] = group.name
+        in_group = f" AND {group.sql()}"
+    where = f"dataset = $dataset AND list_contains($judges, judge){_judge_filter(template_hash)}{in_group}"
 
     scored = has_scores(con)
-    score_where = f"dataset = $dataset AND list_contains($judges, judge){_judge_filter(template_hash)}"
-    prompt_sql = f"SELECT prompt_id FROM prompts WHERE dataset = $dataset " \
+    score_where = where
+    prompt_sql = f"SELECT prompt_id FROM prompts WHERE dataset = $dataset{in_group} " \
                  f"UNION SELECT DISTINCT prompt_id FROM judgments WHERE {where}"
-    model_sql = f"SELECT model_id FROM responses WHERE dataset = $dataset " \
+    model_sql = f"SELECT model_id FROM responses WHERE dataset = $dataset{in_group} " \
                 f"UNION SELECT model_a FROM judgments WHERE {where} UNION SELECT model_b FROM judgments WHERE {where}"
     input_sql = f"SELECT judge, status, hash(template_hash, prompt_id, model_a, model_b, sample_index, status, score) " \
                 f"AS h FROM judgments WHERE {where}"
@@ -200,6 +208,8 @@ def assemble_tensor(
     for judge, status, n, h in inputs:
         digest.update(f"{judge}|{status}|{n}|{h};".encode())
     digest.update(("|".join(prompt_names) + "#" + "|".join(model_names)).encode())
+    if group is not None:  # a group's run is never taken for another's, nor for the dataset's
+        digest.update(f"#{group.grouping}={group.name}".encode())
 
     indexed = {**params, "prompts": prompt_names, "models": model_names}
     P, M = len(prompt_names), len(model_names)
