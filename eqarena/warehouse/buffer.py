@@ -13,6 +13,21 @@ import duckdb
 Row = TypeVar("Row")
 
 
+def insert_new_rows(con: duckdb.DuckDBPyConnection, table: str, key: str,
+                    columns: dict[str, tuple[str, list]]) -> int:
+    """Insert rows given column-wise ({column: (DuckDB type, values)}) whose `key` (comma-separated
+    columns) is not in `table` yet; returns how many were new. Runs in the caller's transaction if one is
+    open. One statement of unnested column parameters: orders of magnitude faster than executemany."""
+    names = list(columns)
+    if not names or not columns[names[0]][1]:
+        return 0
+    selects = ", ".join(f"unnest(${i + 1}::{columns[name][0]}[]) AS {name}" for i, name in enumerate(names))
+    before = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT * FROM (SELECT {selects}) "
+                f"ON CONFLICT ({key}) DO NOTHING", [list(values) for _, values in columns.values()])
+    return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] - before
+
+
 class WriteBuffer(Generic[Row]):
     """Buffers rows and commits them with `insert(con, rows) -> rows new` (module docstring)."""
 
