@@ -178,9 +178,13 @@ class ProviderRequests:
 
     def _count_retry(self, exc: BaseException) -> None:
         self.stats.retries += 1
-        status = self.provider.status_of(exc)
-        reason = f"HTTP {status}" if status else type(exc).__name__
+        reason = self._reason(exc)
         self.stats.retry_reasons[reason] = self.stats.retry_reasons.get(reason, 0) + 1
+
+    def _reason(self, exc: BaseException) -> str:
+        """A failure in a few words: its HTTP status, else its type ('HTTP 429', 'APITimeoutError')."""
+        status = self.provider.status_of(exc)
+        return f"HTTP {status}" if status else type(exc).__name__
 
     def _cost(self, tokens_in: int, tokens_out: int) -> float:
         """The price of a request of these sizes (0 without a price)."""

@@ -26,12 +26,12 @@ from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.judge.setup import JudgeSetup
 from eqarena.messages import bounded
 from eqarena.options import JudgeOptions, Runner
+from eqarena.tasks.chunks import run_chunks
 from eqarena.warehouse.judge_batches import open_jobs
 from eqarena.warehouse.judgments import JudgmentWriter
 from eqarena.warehouse.runs import RunRecord, upsert_run
 from eqarena.warehouse.snapshot import publish_snapshot
 
-CHUNKS_IN_FLIGHT = 2  # the next chunk starts while the last requests of the previous one finish
 BATCH_ROUNDS = 3      # batch submissions per run: the first, then re-asks of unparseable verdicts
 
 
@@ -127,9 +127,8 @@ class JudgeSession:
 
     async def _judge_live(self, provider: Provider, plan: JudgePlan, run_id: str, budget: Budget,
                           progress: bool) -> RunStats:
-        """Run the plan chunk by chunk (CHUNKS_IN_FLIGHT at a time) through one shared runner."""
+        """Run the plan chunk by chunk (eqarena/tasks/chunks.py) through one shared runner."""
         options, inputs = self.options, self.inputs
-        gate = asyncio.Semaphore(CHUNKS_IN_FLIGHT)
         try:
             with JudgeProgress(plan.samples, label=plan.judge, enabled=progress) as bar:
                 async with JudgeRunner(provider=provider, template=self.setup.template, dataset=inputs.dataset,
@@ -138,18 +137,11 @@ class JudgeSession:
                                        limits=options.limits, options=options.generation, price=self.setup.price,
                                        budget=budget, progress=bar, multi_sample=self.setup.multi_sample) as runner:
 
-                    async def run_chunk(requests) -> None:
-                        async with gate:
-                            if runner.halted:
-                                runner.stats.skipped_samples += sum(len(r.sample_indices) for r in requests)
-                                return
-                            await judge_chunk(runner, requests)
+                    def skip(requests) -> None:
+                        runner.stats.skipped_samples += sum(len(r.sample_indices) for r in requests)
 
-                    chunks = plan.chunks(options.runner.prompts_per_chunk)
-                    outcomes = await asyncio.gather(*(run_chunk(c) for c in chunks), return_exceptions=True)
-                failures = [o for o in outcomes if isinstance(o, BaseException)]
-                if failures:
-                    raise failures[0]
+                    await run_chunks(plan.chunks(options.runner.prompts_per_chunk),
+                                     lambda requests: judge_chunk(runner, requests), lambda: runner.halted, skip)
                 return runner.stats
         finally:
             await provider.aclose()
