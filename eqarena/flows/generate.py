@@ -31,13 +31,14 @@ def generate_flow(options: GenerateOptions, db: str | None = None, progress: boo
         parameters = as_parameters(options)
         parameters.update(dataset=session.dataset, model_id=setup.model_id, generator=setup.generator,
                           prompts=len(plan.prompts))
+        provider = session.provider()
         log = RunLog(db, "generate", parameters, start=False)
         session.register_model()
         session.record(log.run)
         budget = Budget(max_cost_usd=options.caps.max_cost, max_samples=options.caps.max_calls)
         failure = None
         try:
-            session.generate(plan, log.run_id, budget, progress)
+            session.generate(provider, plan, log.run_id, budget, progress)
         except BaseException as exc:
             failure = exc
             raise

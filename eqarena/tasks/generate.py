@@ -20,7 +20,7 @@ from eqarena.generation.runner import AnswerRunner, AnswerStats
 from eqarena.generation.setup import MODEL_OPTION, GenerateSetup
 from eqarena.judge.budget import Budget
 from eqarena.judge.progress import JudgeProgress
-from eqarena.judge.providers import make_provider
+from eqarena.judge.providers import Provider, make_provider
 from eqarena.messages import bounded
 from eqarena.options import GenerateOptions
 from eqarena.tasks.chunks import run_chunks
@@ -92,13 +92,19 @@ class GenerateSession:
         if run.status != "running":
             publish_snapshot(self.con)
 
-    def generate(self, plan: AnswerPlan, run_id: str, budget: Budget, progress: bool) -> AnswerStats:
-        """Ask for the plan's answers through one runner, chunk by chunk; returns its stats."""
-        return asyncio.run(self._generate(plan, run_id, budget, progress))
+    def provider(self) -> Provider:
+        """The model's provider (its SDK client); a missing key fails here, before anything is written."""
+        return make_provider(self.setup.spec, timeout_s=self.options.retry.timeout_s, option=MODEL_OPTION)
 
-    async def _generate(self, plan: AnswerPlan, run_id: str, budget: Budget, progress: bool) -> AnswerStats:
+    def generate(self, provider: Provider, plan: AnswerPlan, run_id: str, budget: Budget,
+                 progress: bool) -> AnswerStats:
+        """Ask `provider` for the plan's answers through one runner, chunk by chunk, then close it; returns
+        the runner's stats."""
+        return asyncio.run(self._generate(provider, plan, run_id, budget, progress))
+
+    async def _generate(self, provider: Provider, plan: AnswerPlan, run_id: str, budget: Budget,
+                        progress: bool) -> AnswerStats:
         options = self.options
-        provider = make_provider(self.setup.spec, timeout_s=options.retry.timeout_s, option=MODEL_OPTION)
         try:
             with JudgeProgress(len(plan.requests), label=self.setup.model_id, enabled=progress) as bar:
                 async with AnswerRunner(provider=provider, model_id=self.setup.model_id, dataset=plan.dataset,
