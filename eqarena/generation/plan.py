@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 import duckdb
 
-from eqarena.judge.inputs import PlanError, choose_prompts
+from eqarena.judge.inputs import PlanError, choose_prompts, read_prompt_texts
 from eqarena.judge.pricing import Price, estimate_message_tokens
-from eqarena.warehouse.catalog import dataset_prompt_texts, datasets
 from eqarena.warehouse.responses import answered_prompts
 
 
@@ -108,11 +107,7 @@ class AnswerPlanSummary:
 def plan_answers(con: duckdb.DuckDBPyConnection, *, dataset: str, model_id: str, generator: str,
                  prompt_count: int | None, max_tokens: int, price: Price | None) -> AnswerPlan:
     """The prompts of `dataset` still without an answer of `model_id` (module docstring)."""
-    texts = dataset_prompt_texts(con, dataset)
-    if not texts:
-        known = ", ".join(datasets(con)) or "none"
-        raise PlanError(f"dataset {dataset!r} has no prompts in the warehouse (datasets: {known}); "
-                        f"run `eqarena ingest --dataset {dataset}` first")
+    texts = read_prompt_texts(con, dataset)
     chosen = {p: texts[p] for p in choose_prompts(list(texts), prompt_count)}
     answerable = {p: t for p, t in chosen.items() if t.strip()}
     if not answerable:

@@ -13,7 +13,6 @@ import duckdb
 from prefect import task
 from prefect.cache_policies import NONE
 
-from eqarena import warehouse
 from eqarena.datasets.records import model_family
 from eqarena.generation.plan import AnswerPlan, AnswerRequest, plan_answers
 from eqarena.generation.runner import AnswerRunner, AnswerStats
@@ -21,13 +20,13 @@ from eqarena.generation.setup import MODEL_OPTION, GenerateSetup
 from eqarena.judge.budget import Budget
 from eqarena.judge.progress import JudgeProgress
 from eqarena.judge.providers import Provider, make_provider
-from eqarena.messages import bounded
 from eqarena.options import GenerateOptions
 from eqarena.tasks.chunks import run_chunks
+from eqarena.tasks.runs import outcome_head
+from eqarena.tasks.session import WarehouseSession
 from eqarena.warehouse.catalog import MODELS, choose_dataset, transaction, write_rows
 from eqarena.warehouse.responses import ResponseWriter
 from eqarena.warehouse.runs import RunRecord, upsert_run
-from eqarena.warehouse.snapshot import publish_snapshot
 
 PROMPTS_PER_CHUNK = 50
 
@@ -60,25 +59,17 @@ def record_generate_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
     upsert_run(con, run)
 
 
-class GenerateSession:
-    """One generate run's hold on the warehouse: its connection (the only writer of the run's answers)
+class GenerateSession(WarehouseSession):
+    """One generate run's hold on the warehouse (eqarena/tasks/session.py): its connection, the dataset
     and the plan of what is still missing. Use as a context manager."""
 
     def __init__(self, db: str | None, options: GenerateOptions, setup: GenerateSetup):
         self.options, self.setup = options, setup
         self.stats = AnswerStats()  # the run's so far, also when it fails
-        self.con = warehouse.connect(db)
-        try:
-            self.dataset = choose_dataset(self.con, options.dataset)
-        except BaseException:
-            self.con.close()
-            raise
+        super().__init__(db)
 
-    def __enter__(self) -> GenerateSession:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.con.close()
+    def load(self) -> None:
+        self.dataset = choose_dataset(self.con, self.options.dataset)
 
     def plan(self) -> AnswerPlan:
         return plan_generation(self.con, self.options, self.setup, self.dataset)
@@ -86,11 +77,8 @@ class GenerateSession:
     def register_model(self) -> None:
         register_model(self.con, self.setup.model_id)
 
-    def record(self, run: RunRecord) -> None:
-        """Write the run's row; once it has finished, publish the readers' snapshot too."""
+    def write_run(self, run: RunRecord) -> None:
         record_generate_run(self.con, run)
-        if run.status != "running":
-            publish_snapshot(self.con)
 
     def provider(self) -> Provider:
         """The model's provider (its SDK client); a missing key fails here, before anything is written."""
@@ -131,14 +119,7 @@ def generate_message(left: AnswerPlan, stats: AnswerStats, budget: Budget, stopp
     done = (f"{stats.ok} answers stored, {stats.failed} failed{f' ({reasons})' if reasons else ''} from "
             f"{stats.requests} requests ({stats.retries} retries), {stats.tokens_in:,} + {stats.tokens_out:,} "
             f"tokens, ${budget.spent_usd:.4f}")
-    if isinstance(failure, KeyboardInterrupt):
-        head = "interrupted"
-    elif failure is not None:
-        head = f"failed: {type(failure).__name__}: {bounded(failure)}"
-    elif stopped_by is not None:
-        head = f"stopped at the --{stopped_by} cap"
-    else:
-        head = "done"
+    head = outcome_head(failure, stopped_by)
     calls = len(left.requests)
     tail = f"left: {calls} prompts; run the same command again to continue" if calls else "left: nothing"
     return f"{head}: {done}; {tail}"
