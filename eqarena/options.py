@@ -366,6 +366,36 @@ class JudgeOptions:
         _at_least("--max-unparsed", self.max_unparsed, 0)
 
 
+# ---------------------------------------------------------------------------------------- generate
+
+ANSWER_MAX_TOKENS = 4096  # output tokens per answer at most, as arena-hard-auto's gen_answer asks
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    """A generate run: the answers of `model` (a spec: openai:MODEL, gemini:MODEL,
+    openai-compatible:MODEL@URL) to the first `prompts` prompts of `dataset` (None: all) that it has not
+    answered yet, stored as model `model_id` (None: the spec's model name), asked with `generation`
+    settings, within the limits, retries and caps of the calls."""
+
+    model: str
+    dataset: str | None = None
+    model_id: str | None = None
+    prompts: int | None = None
+    prices: str | None = None
+    generation: GenerationOptions = field(default_factory=lambda: GenerationOptions(max_tokens=ANSWER_MAX_TOKENS))
+    limits: RunLimits = field(default_factory=RunLimits)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    caps: SpendCaps = field(default_factory=SpendCaps)
+
+    def __post_init__(self):
+        _at_least("--prompts", self.prompts, 1)
+        if self.model_id is not None and (not self.model_id.strip() or self.model_id != self.model_id.strip()
+                                          or "," in self.model_id):
+            raise ValueError(f"--as {self.model_id!r}: a model id must be non-empty, without a comma and without "
+                             "leading or trailing spaces")
+
+
 # ---------------------------------------------------------------------------------------- main job
 
 
@@ -447,7 +477,8 @@ def as_parameters(options) -> dict:
 
 __all__ = [
     "DEFAULT_DATASET", "DEFAULT_JUDGE", "DEFAULT_OUT_DIR", "AdaptiveOptions", "Analysis", "AnalysesOptions",
-    "BootstrapOptions", "CloneOptions", "GenerationOptions", "Grouping", "ImportFormat", "ImportLayout", "ImportOptions",
+    "BootstrapOptions", "CloneOptions", "GenerateOptions", "GenerationOptions", "Grouping", "ImportFormat",
+    "ImportLayout", "ImportOptions",
     "IngestOptions", "JudgeOptions", "MainJobOptions", "MissingPolicy", "OrderRule", "RateOptions", "RetryPolicy", "RiskOptions",
     "RunLimits", "Runner", "RunnerOptions", "ScorePayoff", "SpendCaps", "as_parameters", "choice",
 ]

@@ -10,6 +10,13 @@ follows d = quality[A] - quality[B] + N(0, noise) (or always favours A with `alw
 a cell (prompt, A, B) depends only on the seed, the cell and k, never on how requests interleave. The output
 names a decoy label before the final one, so a parser that takes the first label gets it wrong.
 
+Generating: a chat or generateContent request that is not a judge request (fewer than two distinct model
+tags in its user message) is a model asked for its answer: it gets `planted_response(MODEL, PROMPT)`,
+MODEL being the requested model (the chat body's `model`, the generateContent path's), PROMPT the
+prompt tag's id, so a later judge run sees that model's tag and applies its planted quality. With
+probability `empty_rate` the answer is empty. Counters count these apart (`generation_requests`,
+`paid_answers`, `answer_usage`); `paid_samples` counts judge samples only.
+
 Faults (chat / generate requests only): with probability `fault_rate` a request gets one of 429
 (with Retry-After), 500, a stall longer than the client's timeout, or a TCP reset; with probability
 `malformed_rate` a returned sample has no verdict label. `multi_sample` = 'accept' | 'reject' (HTTP 400
@@ -73,6 +80,10 @@ class Counters:
     malformed_samples: int = 0
     released_unserved: int = 0    # parked requests answered 503 by release(reject=True)
     paid_samples: collections.Counter = field(default_factory=collections.Counter)
+    generation_requests: int = 0  # of `requests`, those asking a model for its answer (any outcome)
+    paid_answers: collections.Counter = field(default_factory=collections.Counter)  # (model, prompt): 200 answers
+    empty_answers: int = 0        # of those, answered with an empty text (empty_rate)
+    answer_usage: dict = field(default_factory=dict)  # (model, prompt) -> (prompt tokens, completion tokens), last
     batch_creates: int = 0
     batch_retrievals: int = 0
     batch_samples: int = 0
@@ -106,12 +117,15 @@ class FakeLLMServer:
         require_key: str | None = None,
         batch_polls: int = 2,
         record_times: bool = False,
+        empty_rate: float = 0.0,
     ):
         self.qualities = qualities or {}
         # One stream per kind of draw, so which requests fail does not depend on how concurrent
         # requests interleave with verdict draws.
         self.fault_rng = random.Random(f"{seed}:faults")
         self.malformed_rng = random.Random(f"{seed}:malformed")
+        self.empty_rng = random.Random(f"{seed}:empty")
+        self.empty_rate = empty_rate
         self.seed = seed
         self._verdicts_drawn: collections.Counter = collections.Counter()  # per (prompt, A, B)
         self.noise = noise
@@ -205,6 +219,8 @@ class FakeLLMServer:
                 rate_limited=c.rate_limited, multi_sample_rejections=c.multi_sample_rejections,
                 malformed_responses=c.malformed_responses, malformed_samples=c.malformed_samples,
                 released_unserved=c.released_unserved, paid_samples=collections.Counter(c.paid_samples),
+                generation_requests=c.generation_requests, paid_answers=collections.Counter(c.paid_answers),
+                empty_answers=c.empty_answers, answer_usage=dict(c.answer_usage),
                 batch_creates=c.batch_creates, batch_retrievals=c.batch_retrievals,
                 batch_samples=c.batch_samples, parked=c.parked,
                 success_times=list(c.success_times), request_times=list(c.request_times),
@@ -329,14 +345,18 @@ class FakeLLMServer:
 
     async def _model_call(self, body: dict, api: str, model: str | None = None, headers: dict | None = None):
         headers = headers or {}
+        system, user = _texts(body, api)
+        generating = len(set(_MODEL_TAG.findall(user))) < 2
         if self.require_key is not None:
             given = headers.get("x-goog-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
             if given != self.require_key:
                 with self._lock:
                     self.counters.requests += 1
+                    self.counters.generation_requests += generating
                 return _error(api, 401, f"Incorrect API key provided: {given}.")
         with self._lock:
             self.counters.requests += 1
+            self.counters.generation_requests += generating
             if self.record_times:
                 self.counters.request_times.append(time.monotonic())
             n = _requested_samples(body, api)
@@ -380,7 +400,8 @@ class FakeLLMServer:
                     with self._lock:
                         self.counters.released_unserved += 1
                     return _error(api, 503, "released without serving")
-        system, user = _texts(body, api)
+        if generating:
+            return self._answer(body, api, model or body.get("model", "?"), user)
         count = 1 if (self.multi_sample == "ignore") else n
         with self._lock:
             texts = [self._verdict_text(system, user) for _ in range(count)]
@@ -397,6 +418,22 @@ class FakeLLMServer:
         if api == "openai":
             return _json(200, _chat_completion(body.get("model", "?"), texts, prompt_tokens, completion_tokens))
         return _json(200, _gemini_response(model, texts, prompt_tokens, completion_tokens))
+
+    def _answer(self, body: dict, api: str, model: str, user: str):
+        """A model's answer to a prompt (module docstring: Generating)."""
+        prompt = _PROMPT_TAG.search(user)
+        prompt_id = prompt.group(1) if prompt else "?"
+        with self._lock:
+            empty = self.empty_rng.random() < self.empty_rate
+            text = "" if empty else planted_response(model, prompt_id)
+            usage = (max(1, len(user) // 4), len(text) // 4)
+            self.counters.successes += 1
+            self.counters.paid_answers[model, prompt_id] += 1
+            self.counters.empty_answers += empty
+            self.counters.answer_usage[model, prompt_id] = usage
+        if api == "openai":
+            return _json(200, _chat_completion(body.get("model", "?"), [text], usage[0], [usage[1]]))
+        return _json(200, _gemini_response(model, [text], usage[0], [usage[1]]))
 
     def _noise_draw(self, cell: tuple[str, str, str]) -> float:
         """The judge noise of the cell's next verdict: the k-th draw of a cell is the same whatever the

@@ -1,4 +1,4 @@
-"""Commands that only read the warehouse (`status`, `judge --plan`) start no Prefect API and load
+"""Commands that only read the warehouse (`status`, `judge --plan`, `generate --plan`) start no Prefect API and load
 neither Prefect, JAX nor a provider SDK: they answer in about a second."""
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def db(tmp_path_factory, prefect_harness):
     ["status", "--json"],
     ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--json"],
     ["judge", "-j", "gemini:gemini-2.0-flash", "--plan", "--json", "--samples-per-order", "2"],
-], ids=["status", "plan-openai", "plan-gemini"])
+    ["generate", "--model", "openai:gpt-4o-mini", "--plan", "--json"],
+    ["generate", "--model", "gemini:gemini-2.0-flash", "--plan", "--json", "--prompts", "3"],
+], ids=["status", "plan-openai", "plan-gemini", "generate-plan-openai", "generate-plan-gemini"])
 def test_read_only_commands_load_no_heavy_package(db, args):
     result = subprocess.run([sys.executable, "-c", PROBE, *args, "--db", str(db)], capture_output=True, text=True,
                             timeout=300)
@@ -52,7 +54,10 @@ def test_read_only_commands_load_no_heavy_package(db, args):
     loaded = json.loads(result.stderr.splitlines()[-1])
     assert loaded == {name: False for name in HEAVY}
     answer = json.loads(result.stdout)
-    if args[0] == "judge":
+    if args[0] == "generate":
+        prompts = 3 if "--prompts" in args else 5
+        assert (answer["dataset"], answer["prompts"], answer["calls"], answer["answered"]) == ("arena", prompts, prompts, 0)
+    elif args[0] == "judge":
         samples = 4 if "--samples-per-order" not in args else 2
         assert (answer["dataset"], answer["prompts"], answer["calls"]) == ("arena", 5, 5 * 2 * samples)
     else:

@@ -9,7 +9,7 @@ import traceback
 
 import typer
 
-from eqarena.cli import analyze, data, judging, main_job, paper, rating, simulate, status
+from eqarena.cli import analyze, data, generating, judging, main_job, paper, rating, simulate, status
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.support import release_frames
 
@@ -52,6 +52,7 @@ app.command()(rating.methods)
 app.command("run")(main_job.run)
 app.command("refresh")(main_job.refresh)
 app.command("serve")(main_job.serve)
+app.command("generate")(generating.generate)
 app.command("judge")(judging.judge)
 app.add_typer(analyze.analyze_app, name="analyze")
 app.add_typer(paper.paper_app, name="paper")

@@ -54,15 +54,21 @@ def choose_models(available: Sequence[str], wanted: Sequence[str] | None, datase
     return list(wanted)
 
 
-def read_inputs(
-    con: duckdb.DuckDBPyConnection, dataset: str, models: Sequence[str] | None, prompt_count: int | None
-) -> JudgeInputs:
-    """The first `prompt_count` prompts of `dataset` (natural order) and the chosen models' answers."""
+def read_prompt_texts(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, str]:
+    """prompt_id -> text of `dataset`'s prompts; PlanError when the warehouse holds none."""
     texts = dataset_prompt_texts(con, dataset)
     if not texts:
         known = ", ".join(datasets(con)) or "none"
         raise PlanError(f"dataset {dataset!r} has no prompts in the warehouse (datasets: {known}); "
                         f"run `eqarena ingest --dataset {dataset}` first")
+    return texts
+
+
+def read_inputs(
+    con: duckdb.DuckDBPyConnection, dataset: str, models: Sequence[str] | None, prompt_count: int | None
+) -> JudgeInputs:
+    """The first `prompt_count` prompts of `dataset` (natural order) and the chosen models' answers."""
+    texts = read_prompt_texts(con, dataset)
     chosen_prompts = choose_prompts(list(texts), prompt_count)
     chosen_models = choose_models(dataset_model_ids(con, dataset), models, dataset)
     wanted = set(chosen_prompts)

@@ -86,6 +86,18 @@ def load_prices(override: str | Path | None = None) -> PriceTable:
     return PriceTable(entries, discount if discount is not None else 0.5)
 
 
+def run_price(provider: str, model: str, prices: str | Path | None, max_cost: float | None) -> Price | None:
+    """The price of `provider:model` (shipped table, `prices` overriding); PriceError when `max_cost` caps
+    a run whose model has no price."""
+    price = load_prices(prices).lookup(provider, model)
+    if max_cost is not None and price is None:
+        raise PriceError(
+            f"--max-cost: no price for {provider}:{model}; give one with --prices FILE "
+            f"([{provider}.\"{model}\"] input = ..., output = ... in USD per million tokens)"
+        )
+    return price
+
+
 def estimate_tokens(text: str) -> int:
     """Rough token count of English text or code (about four characters per token)."""
     return (len(text) + 3) // 4

@@ -33,6 +33,7 @@ from eqarena.exceptions import exception_chain
 from eqarena.options import GenerationOptions
 
 PROVIDERS = ("openai", "gemini", "openai-compatible", "recorded")
+LIVE_PROVIDERS = PROVIDERS[:3]  # the ones that generate: a model's answers come only from these
 PLACEHOLDER_KEY = "no-key"
 FATAL_STATUS = (401, 403, 404)  # wrong key, no access, unknown model: stop the run, do not write rows
 TRANSIENT_STATUS = (408, 409, 429, 500, 502, 503, 504)
@@ -43,7 +44,7 @@ _KEY_PATTERNS = re.compile(r"(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,})")
 
 
 class JudgeSpecError(ValueError):
-    """A --judge spec string is malformed or its key is missing."""
+    """A provider spec string (--judge, --model) is malformed or its key is missing."""
 
 
 class FatalProviderError(RuntimeError):
@@ -67,27 +68,30 @@ class JudgeSpec:
         return f"{self.provider}:{self.model}"
 
 
-def parse_judge_spec(spec: str) -> JudgeSpec:
-    """`openai:MODEL[@URL]`, `gemini:MODEL[@URL]` or `openai-compatible:MODEL@URL`."""
+_SPEC_FORMS = {"openai": "openai:MODEL", "gemini": "gemini:MODEL",
+               "openai-compatible": "openai-compatible:MODEL@BASE_URL", "recorded": "recorded:JUDGE"}
+
+
+def parse_judge_spec(spec: str, option: str = "--judge", providers: tuple[str, ...] = PROVIDERS) -> JudgeSpec:
+    """`openai:MODEL[@URL]`, `gemini:MODEL[@URL]`, `openai-compatible:MODEL@URL` (or `recorded:JUDGE[@DB]`),
+    among `providers`; errors name `option`, the flag the spec came from."""
     provider, sep, rest = spec.partition(":")
-    if not sep or provider not in PROVIDERS:
-        raise JudgeSpecError(
-            f"--judge {spec!r}: expected openai:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL or "
-            f"recorded:JUDGE"
-        )
+    if not sep or provider not in providers:
+        forms = [_SPEC_FORMS[p] for p in providers]
+        raise JudgeSpecError(f"{option} {spec!r}: expected {', '.join(forms[:-1])} or {forms[-1]}")
     model, _, base_url = rest.partition("@")
     model, base_url = model.strip(), base_url.strip() or None
     if not model:
-        raise JudgeSpecError(f"--judge {spec!r}: the model name is empty")
+        raise JudgeSpecError(f"{option} {spec!r}: the model name is empty")
     if provider == "recorded":  # recorded:JUDGE[@DB]: the judge whose judgments are replayed, the warehouse file
         return JudgeSpec(provider, model, base_url)
     if provider == "openai-compatible" and base_url is None:
         raise JudgeSpecError(
-            f"--judge {spec!r}: an openai-compatible judge needs the server, e.g. "
+            f"{option} {spec!r}: an openai-compatible {option.strip('-')} needs the server, e.g. "
             f"openai-compatible:{model}@http://127.0.0.1:8000/v1"
         )
     if base_url is not None and not re.match(r"^https?://[^\s/]+", base_url):
-        raise JudgeSpecError(f"--judge {spec!r}: base URL {base_url!r} must start with http:// or https://")
+        raise JudgeSpecError(f"{option} {spec!r}: base URL {base_url!r} must start with http:// or https://")
     return JudgeSpec(provider, model, base_url)
 
 
@@ -212,14 +216,14 @@ class Provider(ABC):
 class OpenAIProvider(Provider):
     """`openai:` and `openai-compatible:` judges through the `openai` SDK's async client."""
 
-    def __init__(self, spec: JudgeSpec, *, timeout_s: float):
+    def __init__(self, spec: JudgeSpec, *, timeout_s: float, option: str = "--judge"):
         import openai
 
         self._openai = openai
         if spec.provider == "openai":
             key = os.environ.get("OPENAI_API_KEY")
             if not key:
-                raise JudgeSpecError(f"--judge {spec.judge_id}: set OPENAI_API_KEY in the environment")
+                raise JudgeSpecError(f"{option} {spec.judge_id}: set OPENAI_API_KEY in the environment")
         else:
             key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
         super().__init__(spec, (key,))
@@ -268,13 +272,13 @@ def completion_from_chat(choices: list[Any], usage: Any) -> Completion:
 class GeminiProvider(Provider):
     """`gemini:` judges through the google-genai SDK's async client (`client.aio`)."""
 
-    def __init__(self, spec: JudgeSpec, *, timeout_s: float):
+    def __init__(self, spec: JudgeSpec, *, timeout_s: float, option: str = "--judge"):
         from google import genai
         from google.genai import errors, types
 
         key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         if not key:
-            raise JudgeSpecError(f"--judge {spec.judge_id}: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment")
+            raise JudgeSpecError(f"{option} {spec.judge_id}: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment")
         super().__init__(spec, (key,))
         self._errors, self._types = errors, types
         http_options = types.HttpOptions(base_url=spec.base_url, timeout=int(timeout_s * 1000))
@@ -320,14 +324,15 @@ class GeminiProvider(Provider):
         await self.client.aio.aclose()
 
 
-def make_provider(spec: JudgeSpec | str, *, timeout_s: float = 120.0) -> Provider:
-    """The provider for a spec; raises JudgeSpecError when the spec is malformed or its key is missing."""
+def make_provider(spec: JudgeSpec | str, *, timeout_s: float = 120.0, option: str = "--judge") -> Provider:
+    """The provider for a spec; raises JudgeSpecError (naming `option`) when the spec is malformed or its
+    key is missing."""
     if isinstance(spec, str):
-        spec = parse_judge_spec(spec)
+        spec = parse_judge_spec(spec, option)
     if spec.provider == "recorded":
         from eqarena.judge.replay import make_replay_provider
 
         return make_replay_provider(spec)
     if spec.provider == "gemini":
-        return GeminiProvider(spec, timeout_s=timeout_s)
-    return OpenAIProvider(spec, timeout_s=timeout_s)
+        return GeminiProvider(spec, timeout_s=timeout_s, option=option)
+    return OpenAIProvider(spec, timeout_s=timeout_s, option=option)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eqarena.judge.plan import PlanSummary
-from eqarena.judge.pricing import Price, PriceError, load_prices
+from eqarena.judge.pricing import Price, run_price
 from eqarena.judge.providers import JudgeSpec, parse_judge_spec
 from eqarena.judge.runner import RunStats
 from eqarena.judge.templates import Template, load_template
@@ -57,12 +57,7 @@ def prepare_judge(options: JudgeOptions) -> JudgeSetup:
         raise ValueError(f"{options.judge} replays stored judgments from this process; it cannot be combined "
                          "with --batch or --runner dask")
     template = load_template(options.template)
-    price = load_prices(options.prices).lookup(spec.provider, spec.model)
-    if options.caps.max_cost is not None and price is None:
-        raise PriceError(
-            f"--max-cost: no price for {spec.judge_id}; give one with --prices FILE "
-            f"([{spec.provider}.\"{spec.model}\"] input = ..., output = ... in USD per million tokens)"
-        )
+    price = run_price(spec.provider, spec.model, options.prices, options.caps.max_cost)
     if runner.batch and spec.provider == "gemini":
         raise ValueError(f"--batch uses the OpenAI Batch API: it needs an openai: or openai-compatible: judge, "
                          f"not {spec.judge_id}")

@@ -48,6 +48,12 @@ def judge_run_name() -> str:
     return _dataset_judge(_option(options, "dataset"), _option(options, "judge"))
 
 
+def generate_run_name() -> str:
+    """Name of a generate flow run: '<dataset>-<model id>' (the spec's model name without --as)."""
+    options = _options()
+    return _dataset_judge(_option(options, "dataset"), _option(options, "model_id") or _option(options, "model"))
+
+
 def main_job_run_name() -> str:
     options = _options()
     return _dataset_judge(_option(options, "source"), _option(options, "judge"))

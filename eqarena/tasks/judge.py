@@ -14,7 +14,6 @@ import duckdb
 from prefect import task
 from prefect.cache_policies import NONE
 
-from eqarena import warehouse
 from eqarena.judge.batch import BatchJudge, BatchSettings, JobResult
 from eqarena.judge.budget import Budget
 from eqarena.judge.dask_calls import dask_provider
@@ -24,14 +23,14 @@ from eqarena.judge.progress import JudgeProgress
 from eqarena.judge.providers import JudgeUnreachableError, Provider, make_provider
 from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.judge.setup import JudgeSetup
-from eqarena.messages import bounded
 from eqarena.options import JudgeOptions, Runner
+from eqarena.tasks.chunks import run_chunks
+from eqarena.tasks.runs import outcome_head
+from eqarena.tasks.session import WarehouseSession
 from eqarena.warehouse.judge_batches import open_jobs
 from eqarena.warehouse.judgments import JudgmentWriter
 from eqarena.warehouse.runs import RunRecord, upsert_run
-from eqarena.warehouse.snapshot import publish_snapshot
 
-CHUNKS_IN_FLIGHT = 2  # the next chunk starts while the last requests of the previous one finish
 BATCH_ROUNDS = 3      # batch submissions per run: the first, then re-asks of unparseable verdicts
 
 
@@ -80,24 +79,16 @@ def record_judge_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
     upsert_run(con, run)
 
 
-class JudgeSession:
-    """One judge run's hold on the warehouse: its connection (the only writer of the run's judgments),
-    the inputs and the plan of what is still missing. Use as a context manager."""
+class JudgeSession(WarehouseSession):
+    """One judge run's hold on the warehouse (eqarena/tasks/session.py): its connection, the inputs and
+    the plan of what is still missing. Use as a context manager."""
 
     def __init__(self, db: str | None, options: JudgeOptions, setup: JudgeSetup):
         self.options, self.setup = options, setup
-        self.con = warehouse.connect(db)
-        try:
-            self.inputs = read_judge_inputs(self.con, options.dataset, options.models, options.prompts)
-        except BaseException:
-            self.con.close()
-            raise
+        super().__init__(db)
 
-    def __enter__(self) -> JudgeSession:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.con.close()
+    def load(self) -> None:
+        self.inputs = read_judge_inputs(self.con, self.options.dataset, self.options.models, self.options.prompts)
 
     def plan(self) -> JudgePlan:
         return plan_judgments(self.con, self.options, self.setup, self.inputs)
@@ -106,11 +97,8 @@ class JudgeSession:
         return self.options.runner.batch and bool(open_jobs(self.con, self.setup.spec.judge_id,
                                                             self.setup.template.hash, self.inputs.dataset))
 
-    def record(self, run: RunRecord) -> None:
-        """Write the run's row; once it has finished, publish the readers' snapshot too."""
+    def write_run(self, run: RunRecord) -> None:
         record_judge_run(self.con, run)
-        if run.status != "running":
-            publish_snapshot(self.con)
 
     def judge(self, plan: JudgePlan, run_id: str, budget: Budget, progress: bool) -> tuple[RunStats, tuple[str, ...]]:
         """Make the plan's calls as the options say (live here, live on Dask, or in batches); returns
@@ -127,9 +115,8 @@ class JudgeSession:
 
     async def _judge_live(self, provider: Provider, plan: JudgePlan, run_id: str, budget: Budget,
                           progress: bool) -> RunStats:
-        """Run the plan chunk by chunk (CHUNKS_IN_FLIGHT at a time) through one shared runner."""
+        """Run the plan chunk by chunk (eqarena/tasks/chunks.py) through one shared runner."""
         options, inputs = self.options, self.inputs
-        gate = asyncio.Semaphore(CHUNKS_IN_FLIGHT)
         try:
             with JudgeProgress(plan.samples, label=plan.judge, enabled=progress) as bar:
                 async with JudgeRunner(provider=provider, template=self.setup.template, dataset=inputs.dataset,
@@ -138,18 +125,11 @@ class JudgeSession:
                                        limits=options.limits, options=options.generation, price=self.setup.price,
                                        budget=budget, progress=bar, multi_sample=self.setup.multi_sample) as runner:
 
-                    async def run_chunk(requests) -> None:
-                        async with gate:
-                            if runner.halted:
-                                runner.stats.skipped_samples += sum(len(r.sample_indices) for r in requests)
-                                return
-                            await judge_chunk(runner, requests)
+                    def skip(requests) -> None:
+                        runner.stats.skipped_samples += sum(len(r.sample_indices) for r in requests)
 
-                    chunks = plan.chunks(options.runner.prompts_per_chunk)
-                    outcomes = await asyncio.gather(*(run_chunk(c) for c in chunks), return_exceptions=True)
-                failures = [o for o in outcomes if isinstance(o, BaseException)]
-                if failures:
-                    raise failures[0]
+                    await run_chunks(plan.chunks(options.runner.prompts_per_chunk),
+                                     lambda requests: judge_chunk(runner, requests), lambda: runner.halted, skip)
                 return runner.stats
         finally:
             await provider.aclose()
@@ -228,12 +208,7 @@ def judge_message(plan: JudgePlan, left: JudgePlan, stats: RunStats, budget: Bud
     """The one line a judge run leaves in `runs.message`: what it did, what stopped it, what is left."""
     done = (f"{stats.ok} ok, {stats.unparsed} unparsed, {stats.errors} failed samples from "
             f"{stats.requests} requests ({stats.retries} retries), ${budget.spent_usd:.4f}")
-    if failure is not None:
-        head = f"failed: {type(failure).__name__}: {bounded(failure)}"
-    elif stopped_by is not None:
-        head = f"stopped at the --{stopped_by} cap"
-    else:
-        head = "done"
+    head = outcome_head(failure, stopped_by)
     cost = "" if left.cost_usd is None else f", about ${left.cost_usd:.4f}"
     tail = (f"left: {left.samples} calls in {left.request_count} requests{cost}; run the same command again "
             f"to continue" if left.samples else "left: nothing")

@@ -54,6 +54,18 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def outcome_head(failure: BaseException | None, stopped_by: str | None) -> str:
+    """How a run of provider calls ended, first in its message: `interrupted`, `failed: <error>`,
+    `stopped at the --<cap> cap` or `done`."""
+    if isinstance(failure, KeyboardInterrupt):
+        return "interrupted"
+    if failure is not None:
+        return f"failed: {type(failure).__name__}: {bounded(failure)}"
+    if stopped_by is not None:
+        return f"stopped at the --{stopped_by} cap"
+    return "done"
+
+
 @step("record_run")
 def record_run(db: str | None, run: RunRecord) -> None:
     """Insert or update the run's row in `runs`; once the run has finished, publish the readers'
