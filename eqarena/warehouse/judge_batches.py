@@ -4,15 +4,15 @@ transaction, so a killed run resumes a job instead of paying for it twice."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import duckdb
 
+from eqarena.warehouse import batch_jobs
 from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
 
-OPEN_STATUSES = ("prepared", "uploaded", "submitted")
-_UPDATABLE = ("status", "input_file_id", "batch_id", "output_file_id", "error_file_id", "provider_status", "message")
+TABLE = "judge_batches"
 
 
 @dataclass(frozen=True)
@@ -47,17 +47,12 @@ class BatchRequest:
     n: int
 
 
-_JOB_COLUMNS = [f.name for f in fields(BatchJob)]
-
 
 def record_job(con: duckdb.DuckDBPyConnection, job: BatchJob, requests: Sequence[BatchRequest]) -> None:
     """Store a new job (status 'prepared') and its request lines in one transaction."""
     con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(
-            f"INSERT INTO judge_batches ({', '.join(_JOB_COLUMNS)}) VALUES ({', '.join('?' * len(_JOB_COLUMNS))})",
-            [getattr(job, c) for c in _JOB_COLUMNS],
-        )
+        batch_jobs.insert_job(con, TABLE, job)
         con.execute(
             "INSERT INTO judge_batch_requests (job_id, custom_id, prompt_id, model_a, model_b, first_sample, n) "
             "SELECT $job_id, unnest($c::VARCHAR[]), unnest($p::VARCHAR[]), unnest($a::VARCHAR[]), "
@@ -80,33 +75,16 @@ def record_job(con: duckdb.DuckDBPyConnection, job: BatchJob, requests: Sequence
 
 def update_job(con: duckdb.DuckDBPyConnection, job_id: str, **changes: str | None) -> None:
     """Set some of status, input_file_id, batch_id, output_file_id, error_file_id, provider_status, message."""
-    unknown = set(changes) - set(_UPDATABLE)
-    if unknown:
-        raise ValueError(f"cannot update judge_batches column(s) {sorted(unknown)}")
-    if not changes:
-        return
-    assignments = ", ".join(f"{c} = ?" for c in changes)
-    con.execute(
-        f"UPDATE judge_batches SET {assignments}, updated_at = current_timestamp WHERE job_id = ?",
-        [*changes.values(), job_id],
-    )
+    batch_jobs.update_job(con, TABLE, job_id, **changes)
 
 
 def open_jobs(con: duckdb.DuckDBPyConnection, judge: str, template_hash: str, dataset: str) -> list[BatchJob]:
     """Jobs of this judge, template and dataset not yet imported or given up, oldest first."""
-    rows = con.execute(
-        f"SELECT {', '.join(_JOB_COLUMNS)} FROM judge_batches WHERE judge = ? AND template_hash = ? "
-        f"AND dataset = ? AND list_contains(?, status) ORDER BY created_at, job_id",
-        [judge, template_hash, dataset, list(OPEN_STATUSES)],
-    ).fetchall()
-    return [BatchJob(*row) for row in rows]
+    return batch_jobs.open_jobs(con, TABLE, BatchJob, judge=judge, template_hash=template_hash, dataset=dataset)
 
 
 def get_job(con: duckdb.DuckDBPyConnection, job_id: str) -> BatchJob:
-    row = con.execute(f"SELECT {', '.join(_JOB_COLUMNS)} FROM judge_batches WHERE job_id = ?", [job_id]).fetchone()
-    if row is None:
-        raise KeyError(f"no batch job {job_id}")
-    return BatchJob(*row)
+    return batch_jobs.get_job(con, TABLE, BatchJob, job_id)
 
 
 def job_requests(con: duckdb.DuckDBPyConnection, job_id: str) -> list[BatchRequest]:
@@ -123,12 +101,4 @@ def finish_job(
     con: duckdb.DuckDBPyConnection, job_id: str, rows: Iterable[JudgmentRow], *, status: str, message: str | None = None
 ) -> int:
     """Insert a job's judgments and set its final status in one transaction; returns new judgment rows."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        written = insert_judgments(con, rows)
-        update_job(con, job_id, status=status, message=message)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    return written
+    return batch_jobs.finish_job(con, TABLE, job_id, insert_judgments, rows, status=status, message=message)
