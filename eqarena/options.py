@@ -376,7 +376,8 @@ class GenerateOptions:
     """A generate run: the answers of `model` (a spec: openai:MODEL, gemini:MODEL,
     openai-compatible:MODEL@URL) to the first `prompts` prompts of `dataset` (None: all) that it has not
     answered yet, stored as model `model_id` (None: the spec's model name), asked with `generation`
-    settings, within the limits, retries and caps of the calls."""
+    settings, within the limits, retries and caps of the calls; with `batch` through the OpenAI Batch
+    API, polled every `batch_poll_s` seconds."""
 
     model: str
     dataset: str | None = None
@@ -387,6 +388,8 @@ class GenerateOptions:
     limits: RunLimits = field(default_factory=RunLimits)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     caps: SpendCaps = field(default_factory=SpendCaps)
+    batch: bool = False
+    batch_poll_s: float = 30.0
 
     def __post_init__(self):
         _at_least("--prompts", self.prompts, 1)

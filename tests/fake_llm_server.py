@@ -15,7 +15,9 @@ tags in its user message) is a model asked for its answer: it gets `planted_resp
 MODEL being the requested model (the chat body's `model`, the generateContent path's), PROMPT the
 prompt tag's id, so a later judge run sees that model's tag and applies its planted quality. With
 probability `empty_rate` the answer is empty. Counters count these apart (`generation_requests`,
-`paid_answers`, `answer_usage`); `paid_samples` counts judge samples only.
+`paid_answers`, `answer_usage`); `paid_samples` counts judge samples only. A Batch API line is told
+apart the same way: generation lines get the planted answer (counted in `paid_answers`, not in
+`generation_requests`, which counts HTTP requests).
 
 Faults (chat / generate requests only): with probability `fault_rate` a request gets one of 429
 (with Retry-After), 500, a stall longer than the client's timeout, or a TCP reset; with probability
@@ -421,6 +423,13 @@ class FakeLLMServer:
 
     def _answer(self, body: dict, api: str, model: str, user: str):
         """A model's answer to a prompt (module docstring: Generating)."""
+        text, usage = self._answer_text(model, user)
+        if api == "openai":
+            return _json(200, _chat_completion(body.get("model", "?"), [text], usage[0], [usage[1]]))
+        return _json(200, _gemini_response(model, [text], usage[0], [usage[1]]))
+
+    def _answer_text(self, model: str, user: str) -> tuple[str, tuple[int, int]]:
+        """The planted answer (or an empty one) of `model` to the prompt in `user`, and its usage, counted."""
         prompt = _PROMPT_TAG.search(user)
         prompt_id = prompt.group(1) if prompt else "?"
         with self._lock:
@@ -431,9 +440,7 @@ class FakeLLMServer:
             self.counters.paid_answers[model, prompt_id] += 1
             self.counters.empty_answers += empty
             self.counters.answer_usage[model, prompt_id] = usage
-        if api == "openai":
-            return _json(200, _chat_completion(body.get("model", "?"), [text], usage[0], [usage[1]]))
-        return _json(200, _gemini_response(model, [text], usage[0], [usage[1]]))
+        return text, usage
 
     def _noise_draw(self, cell: tuple[str, str, str]) -> float:
         """The judge noise of the cell's next verdict: the k-th draw of a cell is the same whatever the
@@ -531,14 +538,18 @@ class FakeLLMServer:
                                "error": None})
                 continue
             system, user = _texts(body, "openai")
-            with self._lock:
-                texts = [self._verdict_text(system, user) for _ in range(n)]
-                self.counters.malformed_samples += sum(t is None for t in texts)
-                texts = [t if t is not None else "No verdict from me." for t in texts]
-                self.counters.paid_samples[_cell(user)] += n
-                self.counters.batch_samples += n
-            completion = _chat_completion(body.get("model", "?"), texts, (len(system) + len(user)) // 4,
-                                          [max(1, len(t) // 4) for t in texts])
+            if len(set(_MODEL_TAG.findall(user))) < 2:  # a model asked for its answer (Generating)
+                text, usage = self._answer_text(body.get("model", "?"), user)
+                completion = _chat_completion(body.get("model", "?"), [text], usage[0], [usage[1]])
+            else:
+                with self._lock:
+                    texts = [self._verdict_text(system, user) for _ in range(n)]
+                    self.counters.malformed_samples += sum(t is None for t in texts)
+                    texts = [t if t is not None else "No verdict from me." for t in texts]
+                    self.counters.paid_samples[_cell(user)] += n
+                    self.counters.batch_samples += n
+                completion = _chat_completion(body.get("model", "?"), texts, (len(system) + len(user)) // 4,
+                                              [max(1, len(t) // 4) for t in texts])
             outputs.append({"id": f"batch_req_{uuid.uuid4().hex[:10]}", "custom_id": item["custom_id"],
                             "response": {"status_code": 200, "request_id": request_id, "body": completion},
                             "error": None})

@@ -193,8 +193,9 @@ def test_plan_numbers_and_json(prefect_harness, toy_db, tmp_path):
         plan = json.loads(shown.stdout)
         tokens_in = sum(estimate_message_tokens(answer_messages(planted_prompt(p))) for p in TOY_PROMPTS[:5])
         assert plan == {"model": "new-3", "generator": "openai-compatible:new-3", "dataset": "toy", "prompts": 5,
-                        "answered": 0, "calls": 5, "unanswerable": 0, "tokens_in": tokens_in, "tokens_out": 500,
-                        "max_tokens": 100, "cost_usd": pytest.approx((tokens_in * 1.0 + 500 * 2.0) / 1e6)}
+                        "answered": 0, "pending": 0, "calls": 5, "unanswerable": 0, "tokens_in": tokens_in,
+                        "tokens_out": 500, "max_tokens": 100, "cost_usd": pytest.approx((tokens_in * 1.0 + 500 * 2.0) / 1e6),
+                        "batch": False}
         assert cli(*base, "--max-calls", "2").exit_code == 0
         text = cli(*base, "--plan")
         assert text.exit_code == 0

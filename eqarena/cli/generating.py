@@ -28,6 +28,7 @@ PANEL_MODEL = "Model and prompts"
 PANEL_PLAN_AND_COST = "Plan and cost"
 PANEL_REQUESTS = "Requests"
 PANEL_RATE_LIMITS_AND_RETRIES = "Rate limits and retries"
+PANEL_BATCH = "Batch API"
 
 
 @cli_errors(LookupError, ValueError, RuntimeError)
@@ -67,12 +68,18 @@ def generate(
                                      "seconds when the server sends no Retry-After."),
     timeout: float = typer.Option(RetryPolicy.timeout_s, "--timeout", rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES,
                                   min=0.01, help="Seconds per attempt."),
+    batch: bool = typer.Option(False, "--batch", rich_help_panel=PANEL_BATCH, help="Use the OpenAI Batch API "
+                               "(openai: / openai-compatible: only; half price, up to 24 h); resumable: a killed "
+                               "run's job is collected by the next run, never paid twice."),
+    batch_poll: float = typer.Option(30.0, "--batch-poll", rich_help_panel=PANEL_BATCH, min=0, metavar="SECONDS",
+                                     help="Seconds between batch status checks."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
     """Answer the prompts of a dataset with a model (arena-hard-auto's gen_answer), storing each answer as it
-    arrives; only prompts it has not answered are asked, so a re-run continues. Then `eqarena refresh`
-    judges the new model against the others and rates it."""
+    arrives; only prompts it has not answered are asked, so a re-run continues. With --batch the prompts go
+    to an OpenAI Batch API job (half price, up to 24 h; resumable). Then `eqarena refresh` judges the new
+    model against the others and rates it."""
     from eqarena.generation.setup import MODEL_OPTION
     from eqarena.judge.providers import LIVE_PROVIDERS, parse_judge_spec
 
@@ -84,7 +91,7 @@ def generate(
             limits=RunLimits(concurrency=concurrency, rpm=rpm, tpm=tpm),
             retry=RetryPolicy(attempts=retries, initial_wait_s=retry_wait, max_wait_s=max(retry_wait, 60.0),
                               timeout_s=timeout),
-            caps=SpendCaps(max_cost=max_cost, max_calls=max_calls))
+            caps=SpendCaps(max_cost=max_cost, max_calls=max_calls), batch=batch, batch_poll_s=batch_poll)
     options = replace(options, dataset=checked_dataset(dataset, db))
     if plan:  # only reads the warehouse: no Prefect, no provider SDK
         from eqarena.tasks.generate_plan import plan_generate_run

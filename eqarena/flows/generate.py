@@ -3,7 +3,8 @@ store each answer as it arrives, so the judge can compare it with the other mode
 then judges only the cells involving it); a re-run continues where the last one stopped and pays for
 nothing twice.
 
-    plan (unanswered prompts only) -> register the model -> generate_chunk per chunk of prompts
+    plan (unanswered prompts only) -> register the model -> collect open batch jobs
+        -> generate_chunk per chunk of prompts | new batch jobs (--batch)
         -> plan again (what is left) -> runs row (kind generate) and the readers' snapshot
 """
 
@@ -20,12 +21,12 @@ from eqarena.tasks.runs import RunLog
 @flow(name="generate", flow_run_name=generate_run_name)
 def generate_flow(options: GenerateOptions, db: str | None = None, progress: bool = True) -> GenerateOutcome:
     """Answer every chosen prompt of `options.dataset` that model `options.model_id` has no answer to yet,
-    with `options.model` (a spec: openai:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL).
-    `progress` draws a progress bar on stderr."""
+    with `options.model` (a spec: openai:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL), live or
+    with `options.batch` through the OpenAI Batch API. `progress` draws a progress bar on stderr."""
     setup = prepare_generation(options)
     with GenerateSession(db, options, setup) as session:
         plan = session.plan()
-        if not plan.requests:
+        if not plan.requests and not session.open_batch_jobs():
             return GenerateOutcome(setup.model_id, None, plan.summary(), plan.summary(),
                                    message=f"nothing to do: {setup.model_id} has answered every chosen prompt")
         parameters = as_parameters(options)

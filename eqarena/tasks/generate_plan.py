@@ -21,5 +21,6 @@ def plan_generate_run(options: GenerateOptions, db: str | None = None) -> Genera
     with closing(warehouse.connect(db, read_only=True)) as con:
         plan = plan_answers(con, dataset=choose_dataset(con, options.dataset), model_id=setup.model_id,
                             generator=setup.generator, prompt_count=options.prompts,
-                            max_tokens=options.generation.max_tokens or 0, price=setup.price).summary()
+                            max_tokens=options.generation.max_tokens or 0, price=setup.price,
+                            batch=options.batch).summary()
     return GenerateOutcome(setup.model_id, None, plan, plan, message="plan only, nothing sent")
