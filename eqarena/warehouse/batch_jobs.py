@@ -4,7 +4,7 @@ Each table's own module (judge_batches.py, generate_batches.py) names its column
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Iterable, TypeVar
 
 import duckdb
@@ -14,6 +14,20 @@ UPDATABLE = ("status", "input_file_id", "batch_id", "output_file_id", "error_fil
 JOB_TABLES = ("judge_batches", "generate_batches")
 
 Job = TypeVar("Job")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobProgress:
+    """The columns every job table has after its own: how far the job got at the provider (its files,
+    batch and status), and the run that submitted it."""
+
+    input_file_id: str | None = None
+    batch_id: str | None = None
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    provider_status: str | None = None
+    message: str | None = None
+    run_id: str | None = None
 
 
 def _table(table: str) -> str:
@@ -51,7 +65,7 @@ def get_job(con: duckdb.DuckDBPyConnection, table: str, job_type: type[Job], job
                       [job_id]).fetchone()
     if row is None:
         raise KeyError(f"no batch job {job_id}")
-    return job_type(*row)
+    return _job(job_type, row)
 
 
 def open_jobs(con: duckdb.DuckDBPyConnection, table: str, job_type: type[Job], **match: str) -> list[Job]:
@@ -63,7 +77,12 @@ def open_jobs(con: duckdb.DuckDBPyConnection, table: str, job_type: type[Job], *
     rows = con.execute(f"SELECT {', '.join(columns(job_type))} FROM {_table(table)} WHERE {where}"
                        f"list_contains(?, status) ORDER BY created_at, job_id",
                        [*match.values(), list(OPEN_STATUSES)]).fetchall()
-    return [job_type(*row) for row in rows]
+    return [_job(job_type, row) for row in rows]
+
+
+def _job(job_type: type[Job], row: tuple) -> Job:
+    """A job dataclass from a row of its `columns`, in that order."""
+    return job_type(**dict(zip(columns(job_type), row)))
 
 
 def finish_job(con: duckdb.DuckDBPyConnection, table: str, job_id: str, insert: Callable[[Any, Iterable], int],

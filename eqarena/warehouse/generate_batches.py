@@ -17,7 +17,7 @@ TABLE = "generate_batches"
 
 
 @dataclass(frozen=True)
-class GenerateBatchJob:
+class GenerateBatchJob(batch_jobs.JobProgress):
     """One row of generate_batches: the answers of `model_id` by `generator`, asked with `generation`."""
 
     job_id: str
@@ -27,13 +27,6 @@ class GenerateBatchJob:
     generation: str
     status: str
     requests: int
-    input_file_id: str | None = None
-    batch_id: str | None = None
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    provider_status: str | None = None
-    message: str | None = None
-    run_id: str | None = None
 
 
 def record_job(con: duckdb.DuckDBPyConnection, job: GenerateBatchJob, lines: Sequence[tuple[str, str]]) -> None:

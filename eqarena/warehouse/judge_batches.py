@@ -16,7 +16,7 @@ TABLE = "judge_batches"
 
 
 @dataclass(frozen=True)
-class BatchJob:
+class BatchJob(batch_jobs.JobProgress):
     """One row of judge_batches."""
 
     job_id: str
@@ -26,13 +26,6 @@ class BatchJob:
     status: str
     requests: int
     samples: int
-    input_file_id: str | None = None
-    batch_id: str | None = None
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    provider_status: str | None = None
-    message: str | None = None
-    run_id: str | None = None
 
 
 @dataclass(frozen=True)
