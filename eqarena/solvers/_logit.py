@@ -81,6 +81,8 @@ def dense_value_blocks(payoffs: np.ndarray, xs: Sequence[np.ndarray]):
     n = len(xs)
     if n == 1:
         return [np.asarray(payoffs[0], dtype=np.float64)], {}
+    if n == 3:
+        return _three_player_blocks(payoffs, xs)
     values, blocks = [], {}
     for i in range(n):
         for j in range(n):
@@ -93,6 +95,24 @@ def dense_value_blocks(payoffs: np.ndarray, xs: Sequence[np.ndarray]):
             blocks[(i, j)] = t if i < j else t.T
         other = (i + 1) % n
         values.append(blocks[(i, other)] @ xs[other])
+    return values, blocks
+
+
+def _three_player_blocks(payoffs: np.ndarray, xs: Sequence[np.ndarray]):
+    """`dense_value_blocks` for three players, by matrix products (the general loop's tensordot calls
+    cost more than the arithmetic on the small support games the polish solves)."""
+    t0, t1, t2 = payoffs
+    x0, x1, x2 = xs
+    a0, a1, a2 = t0.shape
+    blocks = {
+        (0, 1): t0 @ x2,
+        (0, 2): x1 @ t0,
+        (1, 0): (t1 @ x2).T,
+        (1, 2): (x0 @ t1.reshape(a0, a1 * a2)).reshape(a1, a2),
+        (2, 0): (x1 @ t2).T,
+        (2, 1): (x0 @ t2.reshape(a0, a1 * a2)).reshape(a1, a2).T,
+    }
+    values = [blocks[(0, 1)] @ x1, blocks[(1, 2)] @ x2, blocks[(2, 0)] @ x0]
     return values, blocks
 
 

@@ -64,6 +64,7 @@ TOP_K = (1, 3)
 RANK_DECIMALS = 6
 CONFIDENCE = 0.95
 _CHUNK = 8  # replicates per work unit of a worker process
+_BATCH_CHUNK = 24  # ... when its NE replicates are solved as one batch (Settling.every when settling)
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,6 +132,7 @@ class ReplicateSolver:
     seed: int
     battles: Mapping[str, np.ndarray] | None = None
     imputed: np.ndarray | None = None
+    batch_nash: bool = False  # solve a unit's replicates of an NE method as one batch (`solvers.batched_nash`)
     _groups: Groups | None = field(default=None, repr=False)
 
     def game(self, scheme: str, replicate: int) -> np.ndarray:
@@ -144,9 +146,21 @@ class ReplicateSolver:
     def __call__(self, unit: Unit) -> UnitResult:
         method, scheme, first, stop = unit
         start = time.perf_counter()
-        solved = [solve_king_ratings(method, self.game(scheme, b)) for b in range(first, stop)]
+        tensors = [self.game(scheme, b) for b in range(first, stop)]
+        if self.batch_nash and _batchable(method, ("nash",)):
+            from eqarena.solvers.batched_bootstrap import batched_nash_ratings
+
+            ratings, expl, _ = batched_nash_ratings(method, tensors, len(self.u_king))
+            return method, scheme, first, ratings, expl, time.perf_counter() - start
+        solved = [solve_king_ratings(method, tensor) for tensor in tensors]
         return (method, scheme, first, np.stack([r for r, _ in solved]), np.asarray([e for _, e in solved]),
                 time.perf_counter() - start)
+
+
+def _batchable(method: str, concepts=("cce", "nash")) -> bool:
+    """Whether `method` is of one of `concepts` with a batched solver (affinity or uniform target)."""
+    spec = get_method(method)
+    return spec.concept in concepts and spec.target in ("affinity", "uniform")
 
 
 UnitMap = Callable[[ReplicateSolver, Sequence[Unit]], Iterable[UnitResult]]
@@ -192,12 +206,15 @@ def bootstrap_ratings(
     u_king (P, M, M): the full-data tensor; battles: the ok judgments behind it (needed for
     "judgments"; `warehouse.tensor.read_battles` layout); imputed (P, M, M) bool or None. Replicate b
     of a scheme is the same game for every method (common random numbers) and depends only on
-    (seed, scheme, b), not on how `map_units` spreads the units of `_CHUNK` replicates (default: this
-    process, one after another). batched: solve the replicates of CCE methods together
-    (`solvers.batched`; replicates it cannot take, or that end above 1e-6, are re-solved one by one:
-    diagnostics["fallback"]); None (default) batches when JAX runs on an accelerator, where it pays
-    (bench/bootstrap.py). settling: stop before `replicates` once the intervals settle (`Settling`;
-    the methods solved one by one only); diagnostics["stopped"] says why the bootstrap ended.
+    (seed, scheme, b), not on how `map_units` spreads the units of replicates (default: this
+    process, one after another). batched: True solves all replicates of each CCE and NE method as
+    batches in this process (`solvers.batched`, `solvers.batched_nash`; replicates they cannot take,
+    or that end above 1e-6, are re-solved one by one: diagnostics["fallback"]); False solves every
+    replicate one by one; None (default) is True when JAX runs on an accelerator, where it pays
+    (bench/batched.py), and on a CPU solves each unit's NE replicates as one batch where that pays
+    (`batched_bootstrap.batched_nash_pays`: small games). settling: stop before `replicates` once the
+    intervals settle (`Settling`; not for the methods batched in this process); diagnostics["stopped"]
+    says why the bootstrap ended.
     progress: called with the number of replicates done (per method and scheme) as they complete.
     full: {method: (M,)} the full-data ratings the intervals must hold (the ones shown beside them);
     a method missing from it is solved here (`solve_king_ratings`).
@@ -209,12 +226,18 @@ def bootstrap_ratings(
         raise ValueError(f"replicates must be >= 2; got {replicates}")
     if "judgments" in schemes and battles is None:
         raise ValueError('the "judgments" scheme needs the battles behind u_king')
-    solver = ReplicateSolver(np.asarray(u_king, dtype=np.float64), seed, battles, imputed)
+    u_king = np.asarray(u_king, dtype=np.float64)
+    batch_nash = False
     if batched is None:
         batched = accelerated()
-    together = {m for m in methods if batched and get_method(m).concept == "cce"
-                and get_method(m).target in ("affinity", "uniform")}
-    units = [(m, s, b, min(b + _CHUNK, replicates)) for b in range(0, replicates, _CHUNK)
+        if not batched:
+            from eqarena.solvers.batched_bootstrap import batched_nash_pays
+
+            batch_nash = batched_nash_pays(u_king.shape)
+    solver = ReplicateSolver(u_king, seed, battles, imputed, batch_nash)
+    together = {m for m in methods if batched and _batchable(m)}
+    chunk = (settling.every if settling else _BATCH_CHUNK) if batch_nash else _CHUNK
+    units = [(m, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk)
              for s in schemes for m in methods if m not in together]
     collected: dict[tuple[str, str], list] = {}
     fallbacks: dict[tuple[str, str], int] = {}
@@ -227,7 +250,7 @@ def bootstrap_ratings(
         finished += 1
         if finished % per_block:
             continue
-        done = min(first + _CHUNK, replicates)  # units complete in order: every replicate below is done
+        done = min(first + chunk, replicates)  # units complete in order: every replicate below is done
         if progress is not None:
             progress(done)
         if watch is not None and done < replicates and watch.settled(done, collected):

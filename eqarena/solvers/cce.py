@@ -30,10 +30,10 @@ from collections.abc import Sequence
 
 import jax.numpy as jnp
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from eqarena.solvers import _cce_dual as dual
 from eqarena.solvers._precision import float64
+from eqarena.solvers._threads import one_blas_thread
 from eqarena.solvers.entropy import affinity_targets
 from eqarena.solvers.equilibrium import Equilibrium
 from eqarena.solvers.games import Game, KothGame, NormalFormGame
@@ -109,7 +109,7 @@ def cce(
     targets = _targets(game, target, p, kernel_variance)
     label = target if isinstance(target, str) else "custom"
     # The BLAS work here is small products and factorisations: threads only contend.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         if isinstance(game, KothGame):
             joint, steps, diag = _solve_koth(game, targets, tol, max_steps, max_rounds, backend)
         else:

@@ -21,13 +21,13 @@ from dataclasses import fields, replace
 from typing import Literal, Sequence, Union
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from eqarena.solvers._anneal import AnnealOptions, anneal
 from eqarena.solvers._continuation import BranchLimit, ContinuationOptions, trace_branch
 from eqarena.solvers._logit import logit_system
 from eqarena.solvers._polish import branch_supports, polish, project, values_function
 from eqarena.solvers._precision import float64
+from eqarena.solvers._threads import one_blas_thread
 from eqarena.solvers.entropy import DEFAULT_KERNEL_VARIANCE, DEFAULT_P, affinity_targets
 from eqarena.solvers.equilibrium import Equilibrium
 from eqarena.solvers.games import Game, KothGame, NormalFormGame
@@ -97,7 +97,7 @@ def nash(
     start = time.perf_counter()
     # The solver's matrix-vector passes are memory-bound: one BLAS thread is as fast, and avoids
     # OpenBLAS's thread spinning when the machine is busy.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, retraces, options, start)
 
 
@@ -114,7 +114,7 @@ def _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, r
         steps = info["steps"]
     else:
         raise ValueError(f"method must be 'branch' or 'anneal'; got {method!r}")
-    ratings = _ratings(values_function(game), xs)
+    ratings = deviation_ratings(values_function(game), xs)
     expl = float(sum(max(0.0, r.max()) for r in ratings))  # each max >= 0 up to rounding
     return Equilibrium(
         marginals=[np.asarray(x) for x in xs],
@@ -128,6 +128,12 @@ def _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, r
         seconds=time.perf_counter() - start,
         diagnostics=info,
     )
+
+
+def selection_targets(game: Game, target: Target, p: float = DEFAULT_P,
+                      kernel_variance: float = DEFAULT_KERNEL_VARIANCE) -> list[np.ndarray]:
+    """The strictly positive start of the branch `nash` traces for `target` (one array per player)."""
+    return _resolve_targets(game, target, p, kernel_variance)[0]
 
 
 def _resolve_targets(game: Game, target: Target, p: float, kernel_variance: float):
@@ -155,7 +161,7 @@ def _options(cls, options: dict):
     return cls(**options)
 
 
-def _ratings(values_fn, xs) -> list[np.ndarray]:
+def deviation_ratings(values_fn, xs) -> list[np.ndarray]:
     """Deviation gains u_i(a, x_-i) - u_i(x) (paper eq. 1)."""
     return [v - v @ x for v, x in zip(values_fn(xs), xs)]
 
@@ -214,7 +220,7 @@ def _branch_with_retraces(game, targets, tol, polish_from, backend, options: Con
 
 def _branch(game: Game, system, log_targets, tol: float, polish_from: float, backend: str,
             options: ContinuationOptions):
-    end = _BranchEnd(game, tol, polish_from)
+    end = BranchMonitor(game, tol, polish_from)
     z, stats = trace_branch(system, system.start(log_targets), end.monitor, options)
     xs, info = end.result([np.exp(t) for t in log_targets], stats.stop_reason)
     info.update(
@@ -229,7 +235,7 @@ def _branch(game: Game, system, log_targets, tol: float, polish_from: float, bac
     return xs, info
 
 
-class _BranchEnd:
+class BranchMonitor:
     """The trace's monitor; picks the branch's end from what it saw.
 
     A Newton polish on the support read off the branch is tried whenever lambda has grown by half since
@@ -309,7 +315,7 @@ class _BranchEnd:
         return False
 
     def _exploitability(self, xs) -> float:
-        return float(sum(r.max() for r in _ratings(self.values_fn, xs)))
+        return float(sum(r.max() for r in deviation_ratings(self.values_fn, xs)))
 
     def result(self, targets, stop_reason: str):
         """(end point, diagnostics). After a trace that left the branch, its last point (for a retrace)."""

@@ -1,0 +1,175 @@
+"""`_continuation.trace_branch` for many king-of-the-hill games at once: one `jax.jit`, `jax.vmap`-ed
+over lanes, each lane tracing one game's logit branch.
+
+The predictor-corrector and its step-size control are those of `trace_branch`, step for step (Euler
+predictor, chord-Newton corrector with the predictor's Jacobian, the same acceptance tests and step
+growth), on the reduced king-of-the-hill system of `_logit` (the prompt player eliminated exactly).
+A call makes `record` attempts on every unfinished lane, recording the accepted points, until the
+lane stops (max_steps, step underflow, lambda < 0, max_lambda); each point is recorded with the marginals,
+values and counters the monitor of `trace_branch` would have seen there. The monitor only decides
+where a trace ends (it never changes a step), so the caller replays it over the recorded points and
+stops the lane at the same point as the one-by-one trace; the steps a lane ran past that point are
+discarded. Options are traced arguments, so tighter step control needs no new compilation.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from eqarena.solvers._continuation import ContinuationOptions
+from eqarena.solvers._logit import _NEGLIGIBLE_MASS, _koth_chord_impl, _koth_factor_impl
+
+RUNNING, MAX_STEPS, STEP_UNDERFLOW, LEFT_BRANCH, MAX_LAMBDA = range(5)
+STOP_REASONS = {MAX_STEPS: "max_steps", STEP_UNDERFLOW: "step_underflow", LEFT_BRANCH: "left_branch",
+                MAX_LAMBDA: "max_lambda"}
+# Counters recorded with every accepted point: steps, rejected steps, factorisations, chord
+# evaluations, arclength (as `_continuation.ContinuationStats`).
+STEPS, REJECTED, FACTORISATIONS, EVALUATIONS, ARCLENGTH = range(5)
+
+
+def option_vector(options: ContinuationOptions) -> jnp.ndarray:
+    """The options as one float vector (a traced argument)."""
+    return jnp.asarray([options.first_step, options.max_accel, options.max_distance, options.max_contraction,
+                        options.corrector_tol, options.max_corrector, options.min_step, options.max_steps,
+                        options.max_lambda], dtype=jnp.float64)
+
+
+class Lane(NamedTuple):
+    """One lane's trace: the current point and tangent, the next step length, counters, stop code,
+    and the points recorded in this call (count of them, z, marginals, values, counters)."""
+
+    z: jnp.ndarray
+    tangent: jnp.ndarray
+    h: jnp.ndarray
+    counters: jnp.ndarray  # (5,)
+    stop: jnp.ndarray
+    count: jnp.ndarray
+    zs: jnp.ndarray  # (record, 2M+3)
+    marginals: tuple  # (record, P), (record, M), (record, M)
+    values: tuple
+    at: jnp.ndarray  # (record, 5) the counters at each recorded point
+
+
+def _weights(z, m):
+    """`LogitSystem.distance_weights` of the reduced system."""
+    y = z[: 2 * m]
+    w = jnp.minimum(1.0, jnp.exp(jnp.minimum(y, 0.0)) / _NEGLIGIBLE_MASS)
+    return jnp.concatenate([w, jnp.ones(3)])
+
+
+def _start(log_t, u, a, opts, antisymmetric, record):
+    """A lane at the branch's start (lambda = 0) with its first tangent."""
+    p, m = u.shape[0], u.shape[1]
+    z = jnp.concatenate([log_t[p:], jnp.zeros(3)])
+    e_lam = jnp.zeros(2 * m + 3).at[-1].set(1.0)
+    _, _, tangent, _, _, _ = _koth_factor_impl(z, e_lam, u, a, log_t, antisymmetric, jnp)
+    counters = jnp.zeros(5).at[FACTORISATIONS].set(1.0)
+    return Lane(z, tangent / jnp.linalg.norm(tangent), opts[0], counters, jnp.int32(RUNNING), jnp.int32(0),
+                jnp.zeros((record, 2 * m + 3)), (jnp.zeros((record, p)), jnp.zeros((record, m)), jnp.zeros((record, m))),
+                (jnp.zeros((record, p)), jnp.zeros((record, m)), jnp.zeros((record, m))), jnp.zeros((record, 5)))
+
+
+class _Corrector(NamedTuple):
+    point: jnp.ndarray
+    correction: jnp.ndarray
+    marginals: tuple
+    values: tuple
+    iteration: jnp.ndarray
+    previous: jnp.ndarray
+    decel: jnp.ndarray
+    status: jnp.ndarray  # 0 correcting, 1 converged, 2 rejected
+    evaluations: jnp.ndarray
+
+
+def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric):
+    """One predictor-corrector attempt from the lane's point: (accepted, point, tangent, decel,
+    marginals, values, chord evaluations), as one iteration of `trace_branch`'s loop."""
+    max_accel, max_distance, max_contraction, corrector_tol, max_corrector = opts[1], opts[2], opts[3], opts[4], opts[5]
+    m = u.shape[1]
+    point = lane.z + lane.h * lane.tangent
+    _, correction, tangent, xs, values, jac = _koth_factor_impl(point, lane.tangent, u, a, log_t, antisymmetric, jnp)
+    new_tangent = tangent / jnp.linalg.norm(tangent)
+    ok = jnp.all(jnp.isfinite(new_tangent)) & (new_tangent @ lane.tangent > 0.0)
+    weights = _weights(point, m)
+
+    def correcting(c: _Corrector):
+        return c.status == 0
+
+    def correct(c: _Corrector):
+        dist = jnp.linalg.norm(weights * c.correction)
+        too_far = ~jnp.isfinite(dist) | (dist >= max_distance)
+        decel = jnp.maximum(c.decel, jnp.sqrt(dist / max_distance) * max_accel)
+        contraction = dist / (c.previous + 1e-3 * corrector_tol)
+        later = c.iteration >= 1
+        diverging = later & (contraction > max_contraction)
+        decel = jnp.where(later, jnp.maximum(decel, jnp.sqrt(contraction / max_contraction) * max_accel), decel)
+        moved = c.point + c.correction
+        converged = dist <= corrector_tol * (1.0 + 1e-6 * jnp.abs(moved[-1]))
+        iteration = c.iteration + 1
+        rejected = too_far | diverging | (~converged & (iteration >= max_corrector))
+        status = jnp.where(too_far | diverging, 2, jnp.where(converged, 1, jnp.where(rejected, 2, 0)))
+        _, chord, xs_c, values_c = _koth_chord_impl(moved, jac, u, a, log_t, jnp)
+        going = status == 0
+        keep = lambda new, old: jax.tree_util.tree_map(lambda n, o: jnp.where(going, n, o), new, old)  # noqa: E731
+        return _Corrector(jnp.where(too_far | diverging, c.point, moved), keep(chord, c.correction),
+                          keep(xs_c, c.marginals), keep(values_c, c.values), iteration, dist, decel, status,
+                          c.evaluations + going)
+
+    first = _Corrector(point, correction, tuple(xs), tuple(values), jnp.int32(0), jnp.float64(0.0),
+                       1.0 / max_accel, jnp.where(ok, 0, 2), jnp.int32(0))
+    end = lax.while_loop(correcting, correct, first)
+    return end.status == 1, end.point, new_tangent, end.decel, end.marginals, end.values, end.evaluations
+
+
+def _step(lane: Lane, u, a, log_t, opts, antisymmetric):
+    """`trace_branch`'s loop body for one lane: stop checks, one attempt, bookkeeping and recording."""
+    max_accel, min_step, max_steps, max_lambda = opts[1], opts[6], opts[7], opts[8]
+    counters = lane.counters
+    stop = jnp.where(counters[STEPS] >= max_steps, MAX_STEPS, jnp.where(lane.h < min_step, STEP_UNDERFLOW, RUNNING))
+    going = stop == RUNNING
+    accepted, point, tangent, decel, xs, values, evaluations = _attempt(lane, u, a, log_t, opts, antisymmetric)
+    accepted = going & accepted
+    rejected = going & ~accepted
+    counters = counters + jnp.where(going, 1.0, 0.0) * jnp.zeros(5).at[FACTORISATIONS].set(1.0).at[EVALUATIONS].set(
+        evaluations.astype(jnp.float64))
+    counters = counters.at[STEPS].add(accepted).at[REJECTED].add(rejected)
+    counters = counters.at[ARCLENGTH].add(jnp.where(accepted, jnp.linalg.norm(point - lane.z), 0.0))
+    z = jnp.where(accepted, point, lane.z)
+    h = jnp.where(accepted, lane.h / jnp.minimum(decel, max_accel), jnp.where(rejected, lane.h / max_accel, lane.h))
+    stop = jnp.where(accepted & (z[-1] < 0.0), LEFT_BRANCH, jnp.where(accepted & (z[-1] >= max_lambda), MAX_LAMBDA, stop))
+    k = lane.count
+
+    def put(buffer, value):  # slot k is counted only if the step was accepted; otherwise it is reused
+        return buffer.at[k].set(value)
+
+    return Lane(
+        z, jnp.where(accepted, tangent, lane.tangent), h, counters, stop.astype(jnp.int32), k + accepted,
+        put(lane.zs, z), tuple(put(b, v) for b, v in zip(lane.marginals, xs)),
+        tuple(put(b, v) for b, v in zip(lane.values, values)), put(lane.at, counters),
+    )
+
+
+def _run(lane: Lane, u, a, log_t, opts, antisymmetric, record):
+    """`record` attempts (a stopped lane idles through them). A loop of fixed length: under `vmap` a
+    while loop with a per-lane condition would select every buffer of every lane at each step."""
+    lane = lane._replace(count=jnp.int32(0))
+    return lax.fori_loop(0, record, lambda _, s: _step(s, u, a, log_t, opts, antisymmetric), lane)
+
+
+@functools.partial(jax.jit, static_argnames=("antisymmetric", "record", "shared"))
+def start_lanes(log_t, u, opts, *, antisymmetric: bool, record: int, shared: bool):
+    """Lanes at their branches' starts. log_t (L, P + 2M); u (P, M, M) if shared, else (L, P, M, M)."""
+    go = jax.vmap(_start, in_axes=(0, None if shared else 0, None if shared else 0, None, None, None))
+    return go(log_t, u, jnp.abs(u), opts, antisymmetric, record)
+
+
+@functools.partial(jax.jit, static_argnames=("antisymmetric", "record", "shared"))
+def run_lanes(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int, shared: bool):
+    """Every lane run until it has recorded `record` points or stopped (see `_run`)."""
+    go = jax.vmap(_run, in_axes=(0, None if shared else 0, None if shared else 0, 0, None, None, None))
+    return go(lanes, u, jnp.abs(u), log_t, opts, antisymmetric, record)

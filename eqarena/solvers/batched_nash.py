@@ -1,0 +1,160 @@
+"""Limiting logit equilibria (`solvers.nash`, method "branch") of many king-of-the-hill games at once,
+such as a bootstrap's replicates.
+
+Every game's branch is traced by `_batched_trace` (one jitted, vmapped loop over lanes; a lane whose
+game is done takes the next game) and its end is picked by the monitor of the one-by-one solve
+(`nash.BranchMonitor`), replayed over the recorded points: the same support polishes, limit
+extrapolation and stopping rule, so each game gets the equilibrium `nash` selects (to rounding: the
+two traces differ only in summation order). Where `nash` would retrace a game with tighter step
+control (its first trace ended above `tol`), the game is returned as None and the caller solves it
+with `nash`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+import jax
+import numpy as np
+
+from eqarena.solvers import _batched_trace as trace
+from eqarena.solvers._continuation import ContinuationOptions
+from eqarena.solvers._logit import is_antisymmetric
+from eqarena.solvers._polish import values_function
+from eqarena.solvers._precision import float64
+from eqarena.solvers.games import KothGame
+from eqarena.solvers.nash import BranchMonitor, deviation_ratings
+
+LANES = 16  # games traced side by side
+RECORD = 32  # accepted points per lane and call; the monitor then replays them
+
+
+@dataclass(frozen=True, eq=False)
+class BranchEnd:
+    """One game's equilibrium: marginals and ratings (one array per player, eq. 1), exploitability,
+    and the diagnostics `nash` gives."""
+
+    marginals: list[np.ndarray]
+    ratings: list[np.ndarray]
+    exploitability: float
+    diagnostics: dict
+
+
+class _Point(NamedTuple):
+    """What the monitor reads at an accepted point (the fields of `_logit.Evaluation` it uses)."""
+
+    marginals: tuple
+    values: tuple
+
+
+@float64
+def batched_nash(
+    games: Sequence[KothGame],
+    targets: Sequence[Sequence[np.ndarray]],
+    *,
+    prompts: int | None = None,
+    tol: float = 1e-6,
+    polish_from: float = 1e-3,
+    lanes: int = LANES,
+    record: int = RECORD,
+    options: ContinuationOptions = ContinuationOptions(),
+) -> list[BranchEnd | None]:
+    """The branch end of every game from its targets (strictly positive, one per player, as
+    `nash._resolve_targets` gives them), or None where `nash` must retrace it.
+
+    The games share their number of models. Each lane holds its game's tensor padded to `prompts`
+    prompts (default: the largest game's) with prompts of target mass 0, which never carry mass; a
+    fixed `prompts` and `lanes` keep one compilation for any set of games.
+    """
+    if not games:
+        return []
+    m = games[0].num_actions[1]
+    p = prompts or max(g.num_actions[0] for g in games)
+    if any(g.num_actions[0] > p or g.num_actions[1] != m for g in games):
+        raise ValueError(f"every game needs at most {p} prompts and {m} models")
+    antisymmetric = all(is_antisymmetric(np.asarray(g.u_king)) for g in games)
+    opts = trace.option_vector(options)
+    static = dict(antisymmetric=antisymmetric, record=record, shared=False)
+    log_t, u_lanes = np.zeros((lanes, p + 2 * m)), np.zeros((lanes, p, m, m))
+
+    def load(lane: int, g: int) -> None:
+        n = games[g].num_actions[0]
+        log_t[lane] = -np.inf
+        log_t[lane, :n] = np.log(targets[g][0])
+        log_t[lane, p:] = np.concatenate([np.log(targets[g][1]), np.log(targets[g][2])])
+        u_lanes[lane] = 0.0
+        u_lanes[lane, :n] = games[g].u_king
+
+    queue = iter(range(len(games)))
+    game_of = [next(queue, None) for _ in range(lanes)]
+    for lane, g in enumerate(game_of):
+        load(lane, g if g is not None else 0)  # an idle lane traces game 0 and is ignored
+    state = _host(trace.start_lanes(log_t, u_lanes, opts, **static))
+    for lane, g in enumerate(game_of):
+        if g is None:
+            state.stop[lane] = trace.MAX_STEPS
+    ends = [None if g is None else BranchMonitor(games[g], tol, polish_from) for g in game_of]
+    out: list[BranchEnd | None] = [None] * len(games)
+    while any(g is not None for g in game_of):
+        state = _host(trace.run_lanes(state, log_t, u_lanes, opts, **static))
+        restart = []
+        for lane, g in enumerate(game_of):
+            if g is None:
+                continue
+            reason, counters = _replay(ends[lane], state, lane, games[g].num_actions[0])
+            if reason is None:
+                continue
+            out[g] = _finish(games[g], ends[lane], targets[g], reason, counters, tol)
+            game_of[lane] = g_next = next(queue, None)
+            if g_next is None:
+                state.stop[lane] = trace.MAX_STEPS  # idle from now on
+                continue
+            ends[lane] = BranchMonitor(games[g_next], tol, polish_from)
+            load(lane, g_next)
+            restart.append(lane)
+        if restart:
+            fresh = _host(trace.start_lanes(log_t, u_lanes, opts, **static))
+            pick = np.zeros(lanes, dtype=bool)
+            pick[restart] = True
+            state = jax.tree_util.tree_map(
+                lambda new, old: np.where(pick.reshape((-1,) + (1,) * (old.ndim - 1)), new, old), fresh, state)
+    return out
+
+
+def _host(lanes):
+    return jax.tree_util.tree_map(lambda v: np.array(v), lanes)
+
+
+def _replay(end: BranchMonitor, state: trace.Lane, lane: int, n: int):
+    """Feed lane's recorded points to its monitor: (stop reason, counters) once the trace ends, else
+    (None, None)."""
+    for k in range(int(state.count[lane])):
+        point = _Point(
+            (state.marginals[0][lane, k, :n], state.marginals[1][lane, k], state.marginals[2][lane, k]),
+            (state.values[0][lane, k, :n], state.values[1][lane, k], state.values[2][lane, k]),
+        )
+        if end.monitor(state.zs[lane, k], point):
+            return "converged", state.at[lane, k]
+    stop = int(state.stop[lane])
+    if stop != trace.RUNNING:
+        return trace.STOP_REASONS[stop], state.counters[lane]
+    return None, None
+
+
+def _finish(game, end: BranchMonitor, targets, reason: str, counters, tol: float) -> BranchEnd | None:
+    xs, info = end.result([np.asarray(t) for t in targets], reason)
+    if info["exploitability"] > tol:
+        return None
+    info.update(
+        steps=int(counters[trace.STEPS]),
+        rejected_steps=int(counters[trace.REJECTED]),
+        factorisations=int(counters[trace.FACTORISATIONS]),
+        chord_evaluations=int(counters[trace.EVALUATIONS]),
+        arclength=float(counters[trace.ARCLENGTH]),
+        stop_reason=reason,
+        backend="jax-batched",
+        retraces=0,
+    )
+    ratings = deviation_ratings(values_function(game), xs)
+    return BranchEnd(xs, ratings, float(sum(max(0.0, r.max()) for r in ratings)), info)

@@ -1,0 +1,95 @@
+"""Batched NE replicates (eqarena/solvers/batched_nash.py, _batched_trace.py): replicate by replicate
+the equilibrium `nash` selects, every replicate within the guarantee; padding, lane count and lane
+reuse without effect; a game `nash` would retrace is handed back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eqarena import solvers
+from eqarena.solvers._continuation import ContinuationOptions
+from eqarena.solvers.batched_nash import batched_nash
+from eqarena.solvers.bootstrap import ReplicateSolver, bootstrap_ratings
+from eqarena.solvers.nash import selection_targets
+from eqarena.solvers.replicates import replicate_game
+from eqarena.solvers.toy_games import simulated_battles
+
+pytestmark = pytest.mark.xdist_group("jax-batched")  # one process compiles the batched solvers
+
+
+def _games(method: str, scheme: str, count: int, prompts: int = 30, models: int = 5, seed: int = 4):
+    u = solvers.synthetic_king_tensor(prompts, models, seed=seed)
+    u, battles = simulated_battles(u, 2, np.random.default_rng(2))
+    solver = ReplicateSolver(u, 1, battles, None)
+    games, targets = [], []
+    for b in range(count):
+        ub, target = replicate_game(method, solver.game(scheme, b))
+        games.append(solvers.koth_game(ub))
+        targets.append(selection_targets(games[-1], target))
+    return u, battles, games, targets
+
+
+@pytest.mark.parametrize("method", ["ne", "ne-shannon"])
+@pytest.mark.parametrize("scheme", ["prompts", "judgments"])
+def test_batched_replicates_equal_single_solves(method, scheme):
+    u, battles, _, _ = _games(method, scheme, 0)
+    kwargs = {"replicates": 6, "seed": 1, "schemes": (scheme,), "battles": battles}
+    single = bootstrap_ratings(u, [method], batched=False, **kwargs)[0]
+    batch = bootstrap_ratings(u, [method], batched=True, **kwargs)[0]
+    assert batch.diagnostics["batched"] and not single.diagnostics["batched"]
+    assert batch.diagnostics["fallback"] == 0
+    np.testing.assert_allclose(batch.ratings, single.ratings, atol=1e-6)
+    assert np.all(batch.exploitability <= 1e-6)
+
+
+def test_each_game_gets_the_equilibrium_nash_selects():
+    """All three players' ratings and marginals, and the same kind of branch end, game by game."""
+    _, _, games, targets = _games("ne", "judgments", 5)
+    ends = batched_nash(games, targets)
+    for game, target, end in zip(games, targets, ends):
+        reference = solvers.nash(game, target)
+        assert end is not None and end.exploitability <= 1e-6
+        for mine, theirs in zip(end.marginals + end.ratings, reference.marginals + reference.ratings):
+            np.testing.assert_allclose(mine, theirs, atol=1e-6)
+        assert end.diagnostics["limit"] == reference.diagnostics["limit"]
+        assert end.diagnostics["steps"] == reference.steps
+
+
+def test_padding_lanes_and_lane_reuse_do_not_change_a_game():
+    """Games of different prompt counts in one batch, padded further, on 2 lanes reused by 5 games
+    or on 8 lanes: the same ends."""
+    _, _, games, targets = _games("ne", "prompts", 5, prompts=24, models=4, seed=3)
+    assert len({g.num_actions[0] for g in games}) > 1
+    wide = batched_nash(games, targets, lanes=8)
+    reused = batched_nash(games, targets, lanes=2, record=8, prompts=40)
+    for a, b in zip(wide, reused):
+        for x, y in zip(a.ratings, b.ratings):
+            np.testing.assert_allclose(x, y, atol=1e-9)
+
+
+def test_a_game_nash_would_retrace_is_handed_back():
+    """Traces stopped before their first step end at the targets, far from an equilibrium, where `nash`
+    retraces: every game comes back as None (the caller's fallback)."""
+    _, _, games, targets = _games("ne", "prompts", 3)
+    assert batched_nash(games, targets, options=ContinuationOptions(max_steps=0)) == [None, None, None]
+
+
+def test_bootstrap_falls_back_to_nash_for_games_it_hands_back(monkeypatch):
+    """A replicate the batch hands back is solved by `nash` and counted in diagnostics["fallback"]."""
+    from eqarena.solvers import batched_bootstrap
+
+    real = batched_bootstrap.batched_nash
+
+    def drop_second(games, targets, **kwargs):
+        ends = real(games, targets, **kwargs)
+        ends[1] = None
+        return ends
+
+    monkeypatch.setattr(batched_bootstrap, "batched_nash", drop_second)
+    u = solvers.synthetic_king_tensor(20, 4, seed=5)
+    batch = bootstrap_ratings(u, ["ne"], replicates=3, seed=0, schemes=("prompts",), batched=True)[0]
+    single = bootstrap_ratings(u, ["ne"], replicates=3, seed=0, schemes=("prompts",), batched=False)[0]
+    assert batch.diagnostics["fallback"] == 1
+    np.testing.assert_allclose(batch.ratings, single.ratings, atol=1e-6)
+    assert np.all(batch.exploitability <= 1e-6)
