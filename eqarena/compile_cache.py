@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 ENV = "EQARENA_JAX_CACHE"
-MIN_COMPILE_SECONDS = "0.5"  # smaller compilations are not worth a file
+MIN_COMPILE_SECONDS = "0.2"  # smaller compilations are not worth a file
 
 
 def default_directory() -> Path:

@@ -69,9 +69,9 @@ def _start(log_t, u, a, opts, antisymmetric, record):
     e_lam = jnp.zeros(2 * m + 3).at[-1].set(1.0)
     _, _, tangent, _, _, _ = _koth_factor_impl(z, e_lam, u, a, log_t, antisymmetric, jnp)
     counters = jnp.zeros(5).at[FACTORISATIONS].set(1.0)
+    per_player = (jnp.zeros((record, p)), jnp.zeros((record, m)), jnp.zeros((record, m)))
     return Lane(z, tangent / jnp.linalg.norm(tangent), opts[0], counters, jnp.int32(RUNNING), jnp.int32(0),
-                jnp.zeros((record, 2 * m + 3)), (jnp.zeros((record, p)), jnp.zeros((record, m)), jnp.zeros((record, m))),
-                (jnp.zeros((record, p)), jnp.zeros((record, m)), jnp.zeros((record, m))), jnp.zeros((record, 5)))
+                jnp.zeros((record, 2 * m + 3)), per_player, per_player, jnp.zeros((record, 5)))
 
 
 class _Corrector(NamedTuple):
@@ -135,13 +135,13 @@ def _step(lane: Lane, u, a, log_t, opts, antisymmetric):
     accepted, point, tangent, decel, xs, values, evaluations = _attempt(lane, u, a, log_t, opts, antisymmetric)
     accepted = going & accepted
     rejected = going & ~accepted
-    counters = counters + jnp.where(going, 1.0, 0.0) * jnp.zeros(5).at[FACTORISATIONS].set(1.0).at[EVALUATIONS].set(
-        evaluations.astype(jnp.float64))
+    counters = counters.at[FACTORISATIONS].add(going).at[EVALUATIONS].add(jnp.where(going, evaluations, 0))
     counters = counters.at[STEPS].add(accepted).at[REJECTED].add(rejected)
     counters = counters.at[ARCLENGTH].add(jnp.where(accepted, jnp.linalg.norm(point - lane.z), 0.0))
     z = jnp.where(accepted, point, lane.z)
     h = jnp.where(accepted, lane.h / jnp.minimum(decel, max_accel), jnp.where(rejected, lane.h / max_accel, lane.h))
-    stop = jnp.where(accepted & (z[-1] < 0.0), LEFT_BRANCH, jnp.where(accepted & (z[-1] >= max_lambda), MAX_LAMBDA, stop))
+    stop = jnp.where(accepted & (z[-1] < 0.0), LEFT_BRANCH,
+                     jnp.where(accepted & (z[-1] >= max_lambda), MAX_LAMBDA, stop))
     k = lane.count
 
     def put(buffer, value):  # slot k is counted only if the step was accepted; otherwise it is reused
@@ -170,6 +170,6 @@ def start_lanes(log_t, u, opts, *, antisymmetric: bool, record: int, shared: boo
 
 @functools.partial(jax.jit, static_argnames=("antisymmetric", "record", "shared"))
 def run_lanes(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int, shared: bool):
-    """Every lane run until it has recorded `record` points or stopped (see `_run`)."""
+    """`record` attempts on every lane (see `_run`)."""
     go = jax.vmap(_run, in_axes=(0, None if shared else 0, None if shared else 0, 0, None, None, None))
     return go(lanes, u, jnp.abs(u), log_t, opts, antisymmetric, record)

@@ -171,8 +171,10 @@ def _descend_rows(u, fixed_xs, free_xs, rows, logits, schedule, steps) -> None:
     fixed_ratings = jnp.asarray(_batched_ratings(u, np.abs(u), fixed_xs)[KING]) if len(fixed_xs[0]) else \
         jnp.zeros((0, u.shape[1]))
     out = _descend(tuple(start), jnp.asarray(u), fixed_ratings, jnp.asarray(moving), schedule, steps)
-    for x, theta in zip(free_xs, out):
-        x[rows] = np.asarray(jax.nn.softmax(theta[rows], axis=-1))
+    for x, theta in zip(free_xs, out):  # in NumPy: eager JAX ops would compile for every round's rows
+        logits = np.asarray(theta)[rows]
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        x[rows] = e / e.sum(axis=-1, keepdims=True)
 
 
 def _diverse_result(u, fixed_xs, free_xs, rounds, steps, start) -> DiverseNash:
@@ -325,11 +327,11 @@ def risk_dominance(
     if not 0 <= reference < k:
         raise IndexError(f"reference={reference} out of range for {k} equilibria")
     n = len(xs)
-    log_uniform = jnp.full((n, k), -np.log(k))
-    uniform = np.asarray(_prior_payoffs(arrays, xs, jnp.exp(log_uniform)))
+    log_uniform = np.full((n, k), -np.log(k))
+    uniform = np.asarray(_prior_payoffs_jit(arrays, xs, np.exp(log_uniform)))
     log_priors = _iterate_priors(arrays, xs, log_uniform, jnp.asarray(eta, dtype=jnp.float64), steps)
     priors = np.exp(np.asarray(log_priors))
-    updated = np.asarray(_prior_payoffs(arrays, xs, jnp.asarray(priors)))
+    updated = np.asarray(_prior_payoffs_jit(arrays, xs, priors))
     total_uniform, total_updated = uniform.sum(axis=1), updated.sum(axis=1)
     return RiskDominance(
         payoffs_uniform=uniform,
@@ -357,7 +359,7 @@ def prior_payoffs(game: Union[KingTensor, NormalFormGame], marginals: Sequence[A
     per player. Computed as u_i(x_i^k, xbar_-i), xbar_j = priors[j] @ marginals[j] (multilinearity).
     """
     arrays, xs = _risk_setup(game, marginals)
-    return np.asarray(_prior_payoffs(arrays, xs, jnp.asarray(priors, dtype=jnp.float64)))
+    return np.asarray(_prior_payoffs_jit(arrays, xs, jnp.asarray(priors, dtype=jnp.float64)))
 
 
 def _risk_setup(game, marginals):
@@ -367,7 +369,7 @@ def _risk_setup(game, marginals):
         sizes = game.num_actions
     else:
         u = _king_tensor(game)
-        arrays = (jnp.asarray(u), jnp.abs(jnp.asarray(u)))
+        arrays = (jnp.asarray(u), jnp.asarray(np.abs(u)))
         sizes = (u.shape[0], u.shape[1], u.shape[1])
     xs = tuple(jnp.asarray(x, dtype=jnp.float64) for x in marginals)
     if len(xs) != len(sizes):
@@ -390,6 +392,9 @@ def _prior_payoffs(arrays, xs, priors):
     xbars = tuple(priors[j] @ x for j, x in enumerate(xs))
     values = _mean_values(arrays, xbars)
     return jnp.stack([x @ v for x, v in zip(xs, values)], axis=1)
+
+
+_prior_payoffs_jit = jax.jit(_prior_payoffs)  # called eagerly, its dozen operations would each compile
 
 
 @partial(jax.jit, static_argnames=("steps",))
