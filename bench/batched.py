@@ -1,14 +1,17 @@
 """Benchmark: bootstrap replicates solved one by one (NumPy, JAX), on worker processes, and as batches.
 
     uv run python bench/batched.py [--prompts 500] [--models 17] [--replicates 200] [--workers 2] [--seed 0]
-    JAX_PLATFORMS=cuda uv run python bench/batched.py     # the same table on a GPU
+    uv run python bench/batched.py --prompts 80 --models 5     # a small game, where NE batches pay on a CPU
+    JAX_PLATFORMS=cuda uv run python bench/batched.py          # the same table on a GPU
 
 The game is `synthetic_king_tensor(P, M, seed)`, the scheme "prompts". Rows, all measured in this run:
 one NE + one CCE solve of the full game with the NumPy and with the JAX backend (the reference is the
-faster); the NE + CCE bootstrap on `--workers` processes (`bootstrap_ratings(batched=False)`); the CCE
-bootstrap as batches (`solvers.batched`, `batched=True`), first call (with compilation) and again;
-the NE replicates stay one-by-one NumPy solves (module docstring of solvers/batched_bootstrap.py).
-"x reference" divides by the reference row; "per solve" by the solves of the row.
+faster); NE and CCE replicates one by one on `--workers` processes (`bootstrap_ratings(batched=False)`);
+the NE and the CCE replicates as `eqarena rate` solves them by default (`batched=None`: on a CPU, each
+worker's unit of NE replicates as one batch where `batches_pay`, else one by one; CCE one by one); and the NE and CCE replicates
+as batches in this process (`solvers.batched_nash`, `solvers.batched`, `batched=True`), first call
+(with compilation, unless the compilation cache the eqarena command uses already holds it) and again. "x reference" divides by the reference row; "per solve" by the solves
+of the row; "max expl." is the largest exploitability (NE) or CCE gap of the row.
 """
 
 from __future__ import annotations
@@ -27,9 +30,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
+    from eqarena.compile_cache import use_compile_cache
+
+    print(f"JAX compilation cache (as the eqarena command uses it): {use_compile_cache()}")
     import jax
 
     from eqarena.solvers import cce, koth_game, nash, synthetic_king_tensor
+    from eqarena.solvers.batched_bootstrap import batches_pay
     from eqarena.solvers.bootstrap import bootstrap_ratings
     from eqarena.tasks.parallel import process_map
 
@@ -57,30 +64,39 @@ def main() -> None:
     def expl_of(results):
         return [r.diagnostics["max_exploitability"] for r in results]
 
-    timed(f"process pool ({args.workers}): {n} NE + {n} CCE", 2 * n, lambda: expl_of(bootstrap_ratings(
-        u, ["ne", "cce"], batched=False, map_units=process_map(args.workers), **common)))
-    timed(f"process pool ({args.workers}): {n} CCE", n, lambda: expl_of(bootstrap_ratings(
-        u, ["cce"], batched=False, map_units=process_map(args.workers), **common)))
-    fallback = []
+    pool = process_map(args.workers)
+    timed(f"process pool ({args.workers}): {n} NE one by one", n, lambda: expl_of(bootstrap_ratings(
+        u, ["ne"], batched=False, map_units=pool, **common)))
+    timed(f"process pool ({args.workers}): {n} CCE one by one", n, lambda: expl_of(bootstrap_ratings(
+        u, ["cce"], batched=False, map_units=pool, **common)))
+    default = "units as batches" if batches_pay(u.shape) else "one by one"
+    for when in (" (first call, compiling)", ""):
+        timed(f"process pool ({args.workers}): {n} NE default{when}", n,
+              lambda: expl_of(bootstrap_ratings(u, ["ne"], map_units=pool, **common)))
+    fallback = {}
 
-    def batched():
-        out = bootstrap_ratings(u, ["cce"], batched=True, **common)
-        fallback.append(out[0].diagnostics["fallback"])
-        return expl_of(out)
+    def batched(method):
+        def run():
+            out = bootstrap_ratings(u, [method], batched=True, **common)
+            fallback[method] = out[0].diagnostics["fallback"]
+            return expl_of(out)
+        return run
 
-    timed(f"batched: {n} CCE (first call, compiling)", n, batched)
-    timed(f"batched: {n} CCE", n, batched)
+    for method in ("ne", "cce"):
+        timed(f"batched: {n} {method.upper()} (first call, compiling)", n, batched(method))
+        timed(f"batched: {n} {method.upper()}", n, batched(method))
 
     print(f"bootstrap of u_king {args.prompts} x {args.models} x {args.models}, {n} replicates (prompts), "
           f"JAX platform {jax.default_backend()} ({jax.devices()[0].device_kind}), {os.cpu_count()} CPUs")
     print()
-    header = f"{'step':<46} {'wall s':>8} {'per solve s':>12} {'x reference':>12} {'max expl.':>10}"
+    header = f"{'step':<58} {'wall s':>8} {'per solve s':>12} {'x reference':>12} {'max expl.':>10}"
     print(header)
     print("-" * len(header))
     for label, solves, seconds, expl in rows:
-        print(f"{label:<46} {seconds:>8.2f} {seconds / solves:>12.4f} {seconds / reference:>12.1f} {expl:>10.1e}")
+        print(f"{label:<58} {seconds:>8.2f} {seconds / solves:>12.4f} {seconds / reference:>12.1f} {expl:>10.1e}")
     print()
     print(f"batched replicates re-solved one by one (fallback): {fallback}")
+    print(f"NE units batched by default on this machine: {default} (solvers/batched_bootstrap.py)")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Bootstrap replicates of an equilibrium method solved as batches: CCE methods by `solvers.batched`,
-NE methods by `solvers.batched_nash`.
+NE methods by `solvers.batched_nash`; all replicates at once (`bootstrap_ratings(batched=True)`) or a
+worker's unit of them (`ReplicateSolver.batch_units`).
 
 NE: each replicate is its distinct-prompt game (`replicates.replicate_game`) padded to the full
 prompt count, with the target `nash` gives it; a replicate `nash` would retrace, or whose
@@ -22,32 +23,37 @@ import numpy as np
 from eqarena.methods import get_method
 from eqarena.solvers.batched import batched_cce
 from eqarena.solvers.entropy import affinity_targets
-from eqarena.solvers.batched_nash import batched_nash
+from eqarena.solvers.batched_nash import LANES, batched_nash
 from eqarena.solvers.games import KING, koth_game
 from eqarena.solvers.nash import selection_targets
 from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_king_ratings
 
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
-_PAYING_MODELS, _PAYING_CELLS = 12, 32_000  # `batched_nash_pays`
+_PAYING_MODELS, _PAYING_CELLS = 12, 32_000  # `batches_pay`
+UNIT_LANES = 4  # lanes for a worker's unit of NE replicates (bench/batched.py: 4 beat 8 and 16 on 24 games)
 
 
-def batched_replicates(solver, method: str, scheme: str, replicates: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """King ratings (B, M) and exploitability (B,) of replicates 0..B-1 of `scheme` under the CCE or NE
-    `method` ("affinity" or "uniform" target), and how many needed the one-by-one fallback."""
-    if get_method(method).concept == "nash":
-        return _nash_replicates(solver, method, scheme, replicates)
+def batched_replicates(solver, method: str, scheme: str, replicates: int | range) -> tuple[np.ndarray, np.ndarray, int]:
+    """King ratings (n, M) and exploitability (n,) of the replicates of `scheme` (0..B-1 for an int B,
+    else those of the range: a worker's unit) under the CCE or NE `method` ("affinity" or "uniform"
+    target), and how many needed the one-by-one fallback."""
+    indices = range(replicates) if isinstance(replicates, int) else replicates
     u = solver.u_king
+    if get_method(method).concept == "nash":
+        # A unit's few games on fewer lanes: lanes whose games are done idle until the longest trace ends.
+        lanes = LANES if isinstance(replicates, int) else UNIT_LANES
+        return batched_nash_ratings(method, [solver.game(scheme, b) for b in indices], len(u), lanes)
     p, m, _ = u.shape
     target = get_method(method).target
     warm = _reference_multipliers(u, target)
-    ratings, expl = np.zeros((replicates, m)), np.zeros(replicates)
+    ratings, expl = np.zeros((len(indices), m)), np.zeros(len(indices))
     fallback = 0
     if scheme == "prompts":
         _, first, content = np.unique(u.reshape(p, -1), axis=0, return_index=True, return_inverse=True)
         content = content.reshape(-1)
-    for start in range(0, replicates, GROUP):
-        block = range(start, min(start + GROUP, replicates))
+    for start in range(0, len(indices), GROUP):
+        block = indices[start: start + GROUP]
         if scheme == "prompts":
             tensors = u
             logs = [_prompt_log_targets(u, first, content, prompt_replicate(p, solver.seed, b), target) for b in block]
@@ -62,18 +68,14 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int) -> tup
         out = batched_cce(tensors, log_targets, warm=warm)
         for k, b in enumerate(block):
             if out.ok[k] and out.exploitability[k] <= GUARANTEE:
-                ratings[b], expl[b] = out.ratings[k], out.exploitability[k]
+                ratings[start + k], expl[start + k] = out.ratings[k], out.exploitability[k]
             else:
                 fallback += 1
-                ratings[b], expl[b] = solve_king_ratings(method, solver.game(scheme, b))
+                ratings[start + k], expl[start + k] = solve_king_ratings(method, solver.game(scheme, b))
     return ratings, expl, fallback
 
 
-def _nash_replicates(solver, method: str, scheme: str, replicates: int):
-    return batched_nash_ratings(method, [solver.game(scheme, b) for b in range(replicates)], len(solver.u_king))
-
-
-def batched_nash_ratings(method: str, tensors, prompts: int) -> tuple[np.ndarray, np.ndarray, int]:
+def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES) -> tuple[np.ndarray, np.ndarray, int]:
     """King ratings (n, M) and exploitability (n,) of the NE `method` on each tensor (P_b <= `prompts`,
     M, M), solved as one batch on their distinct prompts (`replicates.replicate_game`), and how many
     needed the one-by-one fallback."""
@@ -85,7 +87,7 @@ def batched_nash_ratings(method: str, tensors, prompts: int) -> tuple[np.ndarray
         games.append(koth_game(ub))
         targets.append(selection_targets(games[-1], target))
     fallback = 0
-    for b, end in enumerate(batched_nash(games, targets, prompts=prompts)):
+    for b, end in enumerate(batched_nash(games, targets, prompts=prompts, lanes=lanes)):
         if end is not None and end.exploitability <= GUARANTEE:
             ratings[b], expl[b] = end.ratings[KING], end.exploitability
         else:
@@ -94,11 +96,13 @@ def batched_nash_ratings(method: str, tensors, prompts: int) -> tuple[np.ndarray
     return ratings, expl, fallback
 
 
-def batched_nash_pays(shape) -> bool:
-    """Whether NE replicates of a (P, M, M) game are solved faster as batches on this machine's CPU
-    (bench/batched.py): on small games, where a one-by-one trace spends its time in Python. Measured
-    per replicate, after compilation: 80 x 5 2.2x, 150 x 10 1.5x, 300 x 8 2.0x faster; 40 x 20 0.9x,
-    18 x 65 1.0x, 500 x 17 0.5x."""
+def batches_pay(shape) -> bool:
+    """Whether a worker's unit of NE replicates of a (P, M, M) game is solved faster as one batch than
+    one by one on this machine's CPU: on small games, where a one-by-one trace spends its time in
+    Python. Measured (bench/batched.py, 200 replicates on 2 workers, compiled): 80 x 5 2.9 s against
+    3.9 s one by one, 300 x 8 6.8 s against 10.9 s; in one process, per replicate, 150 x 10 1.5x,
+    40 x 20 0.9x, 18 x 65 1.0x, 500 x 17 0.5x. CCE units stay one by one (their batches compile for
+    every batch size and lose)."""
     p, m, _ = shape
     return m <= _PAYING_MODELS and p * m * m <= _PAYING_CELLS
 

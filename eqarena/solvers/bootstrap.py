@@ -64,7 +64,7 @@ TOP_K = (1, 3)
 RANK_DECIMALS = 6
 CONFIDENCE = 0.95
 _CHUNK = 8  # replicates per work unit of a worker process
-_BATCH_CHUNK = 24  # ... when its NE replicates are solved as one batch (Settling.every when settling)
+_BATCH_CHUNK = 24  # ... when they are solved as batches (Settling.every when settling)
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +132,7 @@ class ReplicateSolver:
     seed: int
     battles: Mapping[str, np.ndarray] | None = None
     imputed: np.ndarray | None = None
-    batch_nash: bool = False  # solve a unit's replicates of an NE method as one batch (`solvers.batched_nash`)
+    batch_units: bool = False  # solve a unit's replicates of an NE method as one batch (`batched_bootstrap`)
     _groups: Groups | None = field(default=None, repr=False)
 
     def game(self, scheme: str, replicate: int) -> np.ndarray:
@@ -146,21 +146,20 @@ class ReplicateSolver:
     def __call__(self, unit: Unit) -> UnitResult:
         method, scheme, first, stop = unit
         start = time.perf_counter()
-        tensors = [self.game(scheme, b) for b in range(first, stop)]
-        if self.batch_nash and _batchable(method, ("nash",)):
-            from eqarena.solvers.batched_bootstrap import batched_nash_ratings
+        if self.batch_units and _batchable(method) and get_method(method).concept == "nash":  # CCE: one by one
+            from eqarena.solvers.batched_bootstrap import batched_replicates
 
-            ratings, expl, _ = batched_nash_ratings(method, tensors, len(self.u_king))
+            ratings, expl, _ = batched_replicates(self, method, scheme, range(first, stop))
             return method, scheme, first, ratings, expl, time.perf_counter() - start
-        solved = [solve_king_ratings(method, tensor) for tensor in tensors]
+        solved = [solve_king_ratings(method, self.game(scheme, b)) for b in range(first, stop)]
         return (method, scheme, first, np.stack([r for r, _ in solved]), np.asarray([e for _, e in solved]),
                 time.perf_counter() - start)
 
 
-def _batchable(method: str, concepts=("cce", "nash")) -> bool:
-    """Whether `method` is of one of `concepts` with a batched solver (affinity or uniform target)."""
+def _batchable(method: str) -> bool:
+    """Whether `method` has a batched solver: a CCE or NE method with the affinity or uniform target."""
     spec = get_method(method)
-    return spec.concept in concepts and spec.target in ("affinity", "uniform")
+    return spec.concept in ("cce", "nash") and spec.target in ("affinity", "uniform")
 
 
 UnitMap = Callable[[ReplicateSolver, Sequence[Unit]], Iterable[UnitResult]]
@@ -211,8 +210,8 @@ def bootstrap_ratings(
     batches in this process (`solvers.batched`, `solvers.batched_nash`; replicates they cannot take,
     or that end above 1e-6, are re-solved one by one: diagnostics["fallback"]); False solves every
     replicate one by one; None (default) is True when JAX runs on an accelerator, where it pays
-    (bench/batched.py), and on a CPU solves each unit's NE replicates as one batch where that pays
-    (`batched_bootstrap.batched_nash_pays`: small games). settling: stop before `replicates` once the
+    (bench/batched.py), and on a CPU solves each unit of NE replicates as one batch where that pays
+    (`batched_bootstrap.batches_pay`: small games). settling: stop before `replicates` once the
     intervals settle (`Settling`; not for the methods batched in this process); diagnostics["stopped"]
     says why the bootstrap ended.
     progress: called with the number of replicates done (per method and scheme) as they complete.
@@ -227,16 +226,16 @@ def bootstrap_ratings(
     if "judgments" in schemes and battles is None:
         raise ValueError('the "judgments" scheme needs the battles behind u_king')
     u_king = np.asarray(u_king, dtype=np.float64)
-    batch_nash = False
+    batch_units = False
     if batched is None:
         batched = accelerated()
         if not batched:
-            from eqarena.solvers.batched_bootstrap import batched_nash_pays
+            from eqarena.solvers.batched_bootstrap import batches_pay
 
-            batch_nash = batched_nash_pays(u_king.shape)
-    solver = ReplicateSolver(u_king, seed, battles, imputed, batch_nash)
+            batch_units = batches_pay(u_king.shape)
+    solver = ReplicateSolver(u_king, seed, battles, imputed, batch_units)
     together = {m for m in methods if batched and _batchable(m)}
-    chunk = (settling.every if settling else _BATCH_CHUNK) if batch_nash else _CHUNK
+    chunk = (settling.every if settling else _BATCH_CHUNK) if batch_units else _CHUNK
     units = [(m, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk)
              for s in schemes for m in methods if m not in together]
     collected: dict[tuple[str, str], list] = {}
