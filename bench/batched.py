@@ -7,11 +7,12 @@
 The game is `synthetic_king_tensor(P, M, seed)`, the scheme "prompts". Rows, all measured in this run:
 one NE + one CCE solve of the full game with the NumPy and with the JAX backend (the reference is the
 faster); NE and CCE replicates one by one on `--workers` processes (`bootstrap_ratings(batched=False)`);
-the NE and the CCE replicates as `eqarena rate` solves them by default (`batched=None`: on a CPU, each
-worker's unit of NE replicates as one batch where `batches_pay`, else one by one; CCE one by one); and the NE and CCE replicates
-as batches in this process (`solvers.batched_nash`, `solvers.batched`, `batched=True`), first call
-(with compilation, unless the compilation cache the eqarena command uses already holds it) and again. "x reference" divides by the reference row; "per solve" by the solves
-of the row; "max expl." is the largest exploitability (NE) or CCE gap of the row.
+the NE replicates as `eqarena rate` solves them by default (`batched=None`: on a CPU, each worker's
+unit of NE replicates as one batch where `batches_pay`, else one by one); and the NE and CCE
+replicates as batches in this process (`solvers.batched_nash`, `solvers.batched`, `batched=True`).
+Rows marked "first call" include compiling, unless the compilation cache the eqarena command uses
+already holds it. "x reference" divides by the reference row; "per solve" by the solves of the row;
+"max expl." is the largest exploitability (NE) or CCE gap of the row.
 """
 
 from __future__ import annotations

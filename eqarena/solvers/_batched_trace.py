@@ -161,15 +161,15 @@ def _run(lane: Lane, u, a, log_t, opts, antisymmetric, record):
     return lax.fori_loop(0, record, lambda _, s: _step(s, u, a, log_t, opts, antisymmetric), lane)
 
 
-@functools.partial(jax.jit, static_argnames=("antisymmetric", "record", "shared"))
-def start_lanes(log_t, u, opts, *, antisymmetric: bool, record: int, shared: bool):
-    """Lanes at their branches' starts. log_t (L, P + 2M); u (P, M, M) if shared, else (L, P, M, M)."""
-    go = jax.vmap(_start, in_axes=(0, None if shared else 0, None if shared else 0, None, None, None))
+@functools.partial(jax.jit, static_argnames=("antisymmetric", "record"))
+def start_lanes(log_t, u, opts, *, antisymmetric: bool, record: int):
+    """Lanes at their branches' starts: log-targets (L, P + 2M), tensors u (L, P, M, M)."""
+    go = jax.vmap(_start, in_axes=(0, 0, 0, None, None, None))
     return go(log_t, u, jnp.abs(u), opts, antisymmetric, record)
 
 
-@functools.partial(jax.jit, static_argnames=("antisymmetric", "record", "shared"))
-def run_lanes(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int, shared: bool):
+@functools.partial(jax.jit, static_argnames=("antisymmetric", "record"))
+def run_lanes(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int):
     """`record` attempts on every lane (see `_run`)."""
-    go = jax.vmap(_run, in_axes=(0, None if shared else 0, None if shared else 0, 0, None, None, None))
+    go = jax.vmap(_run, in_axes=(0, 0, 0, 0, None, None, None))
     return go(lanes, u, jnp.abs(u), log_t, opts, antisymmetric, record)

@@ -4,10 +4,12 @@ such as a bootstrap's replicates.
 Every game's branch is traced by `_batched_trace` (one jitted, vmapped loop over lanes; a lane whose
 game is done takes the next game) and its end is picked by the monitor of the one-by-one solve
 (`nash.BranchMonitor`), replayed over the recorded points: the same support polishes, limit
-extrapolation and stopping rule, so each game gets the equilibrium `nash` selects (to rounding: the
-two traces differ only in summation order). Where `nash` would retrace a game with tighter step
-control (its first trace ended above `tol`), the game is returned as None and the caller solves it
-with `nash`.
+extrapolation and stopping rule, so each game gets the equilibrium `nash` selects. The two traces
+differ only in rounding (summation order; the one-by-one trace skips prompts of mass below e^-50):
+an isolated end is the same to ~1e-12; an end extrapolated on a degenerate game agrees to the
+extrapolation's accuracy (`diagnostics["limit_change"]`). Where `nash` would retrace a game with
+tighter step control (its first trace ended above `tol`), the game is returned as None and the
+caller solves it with `nash`.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def batched_nash(
     options: ContinuationOptions = ContinuationOptions(),
 ) -> list[BranchEnd | None]:
     """The branch end of every game from its targets (strictly positive, one per player, as
-    `nash._resolve_targets` gives them), or None where `nash` must retrace it.
+    `nash.selection_targets` gives them), or None where `nash` must retrace it.
 
     The games share their number of models. Each lane holds its game's tensor padded to `prompts`
     prompts (default: the largest game's) with prompts of target mass 0, which never carry mass; a
@@ -75,7 +77,7 @@ def batched_nash(
         raise ValueError(f"every game needs at most {p} prompts and {m} models")
     antisymmetric = all(is_antisymmetric(np.asarray(g.u_king)) for g in games)
     opts = trace.option_vector(options)
-    static = dict(antisymmetric=antisymmetric, record=record, shared=False)
+    static = dict(antisymmetric=antisymmetric, record=record)
     log_t, u_lanes = np.zeros((lanes, p + 2 * m)), np.zeros((lanes, p, m, m))
 
     def load(lane: int, g: int) -> None:
