@@ -53,7 +53,9 @@ class RatingMethod:
     ("nash", "cce", "bradley-terry", ...); target: the selection target passed to `solve`
     ("affinity", "uniform"; None for model-rating methods); default: rated when no --methods is given;
     rating_format: how a rating prints (a format spec); needs_battles: rates only from the judgments
-    (not from a tensor alone, so the clone analysis leaves it out).
+    (not from a tensor alone, so the clone analysis leaves it out); warm_starts: `solve` takes
+    start=, the dual multipliers of a nearby game's solve (`Equilibrium.multipliers`), and returns the
+    same equilibrium from there in fewer steps (bootstrap replicates start from the full data's).
     """
 
     name: str
@@ -67,6 +69,7 @@ class RatingMethod:
     default: bool = True
     rating_format: str = "+.3f"
     needs_battles: bool = False
+    warm_starts: bool = False
 
     def __post_init__(self):
         if (self.solve is None) == (self.fit is None):
@@ -78,9 +81,11 @@ class RatingMethod:
     def is_equilibrium(self) -> bool:
         return self.solve is not None
 
-    def equilibrium(self, game: KothGame, target=None) -> Equilibrium:
-        """The method's equilibrium of `game`, selected by `target` (default: the method's)."""
-        return _resolve(self.solve)(game, target=self.target if target is None else target)
+    def equilibrium(self, game: KothGame, target=None, start=None) -> Equilibrium:
+        """The method's equilibrium of `game`, selected by `target` (default: the method's); from the
+        multipliers `start` where the method `warm_starts` (ignored elsewhere)."""
+        options = {"start": start} if start is not None and self.warm_starts else {}
+        return _resolve(self.solve)(game, target=self.target if target is None else target, **options)
 
     def model_fit(self, u_king, battles: Battles | None = None, bootstrap: int = 0, seed: int = 0) -> ModelFit:
         """A model-rating method's fit of u_king (P, M, M) (and the battles behind it, if known)."""
@@ -196,13 +201,13 @@ register(RatingMethod(
     "affinity entropy", "nash", "affinity", solve="eqarena.solvers.nash:nash"))
 register(RatingMethod(
     "cce", "CCE", "#55a868", "coarse correlated equilibrium of maximum relative entropy to the affinity target",
-    "cce", "affinity", solve="eqarena.solvers.cce:cce"))
+    "cce", "affinity", solve="eqarena.solvers.cce:cce", warm_starts=True))
 register(RatingMethod(
     "ne-shannon", "NE-Shannon", "#c44e52", "Nash equilibrium from the uniform target (the classic LLE; "
     "not clone-invariant)", "nash", "uniform", solve="eqarena.solvers.nash:nash"))
 register(RatingMethod(
     "cce-shannon", "CCE-Shannon", "#8172b3", "maximum-entropy CCE (uniform target; not clone-invariant)",
-    "cce", "uniform", solve="eqarena.solvers.cce:cce"))
+    "cce", "uniform", solve="eqarena.solvers.cce:cce", warm_starts=True))
 register(RatingMethod(
     "deviation", "Deviation", "#937860", "deviation ratings: the CCE deviation gains minimised lexicographically, "
     "largest first (Marris et al. 2025; clone-invariant, no selection target)", "cce", "strictest",

@@ -9,7 +9,9 @@ import pytest
 
 from eqarena import solvers, warehouse
 from eqarena.options import BootstrapOptions, IngestOptions, RateOptions
+from eqarena.methods import get_method
 from eqarena.solvers.bootstrap import (
+    ReplicateSolver,
     Settling,
     bootstrap_ratings,
     judgment_replicate,
@@ -47,6 +49,26 @@ def test_replicate_with_copies_is_solved_as_its_distinct_prompts(method):
         np.testing.assert_allclose(ratings, _direct(method, u[np.unique(idx)]), atol=1e-6)
     else:  # the uniform target counts them: a different game than the distinct prompts once each
         assert np.abs(ratings - _direct(method, u[np.unique(idx)])).max() > 1e-4
+
+
+@pytest.mark.parametrize("scheme", ["prompts", "judgments"])
+def test_cce_replicates_started_from_the_full_data_are_the_cold_solves(scheme):
+    """Each CCE replicate's solve starts from the full data's dual multipliers (`starts`, else solved once
+    for them): the same equilibrium as a solve from 0, replicate by replicate."""
+    u, battles = _battles(solvers.synthetic_king_tensor(16, 5, seed=6), 2, np.random.default_rng(6))
+    methods = ["cce", "cce-shannon"]
+    given = {m: solvers.cce(solvers.koth_game(u), target=get_method(m).target).multipliers for m in methods}
+    for starts in (given, None):
+        out = bootstrap_ratings(u, methods, replicates=6, seed=3, schemes=(scheme,), battles=battles, starts=starts)
+        solver = ReplicateSolver(u, 3, battles)
+        for b in out:
+            cold = np.stack([solve_king_ratings(b.method, solver.game(scheme, r))[0] for r in range(6)])
+            np.testing.assert_allclose(b.ratings, cold, atol=1e-8)
+            assert b.diagnostics["max_exploitability"] <= 1e-8
+    assert solver.start("ne", scheme, 0) is None  # the NE's trace has no start
+    started = ReplicateSolver(u, 3, battles, starts=given).start("cce", scheme, 2)
+    expected = given["cce"][0][prompt_replicate(16, 3, 2)] if scheme == "prompts" else given["cce"][0]
+    np.testing.assert_array_equal(started[0], expected)
 
 
 def test_rank_probabilities_share_ties_and_sum_to_one():

@@ -135,3 +135,7 @@ def test_bad_inputs_raise_clear_errors():
         bradley_terry(a, b, o)
     fit = bradley_terry(a, b, o, regularization=0.1)
     assert np.argmax(fit.ratings) == 2 and np.all(np.isfinite(fit.ratings))
+    # A loss of weight 0 links nothing; one of positive weight does.
+    with pytest.raises(ValueError, match=r"models \[2\]"):
+        bradley_terry(a + [0], b + [2], o + [1.0], weights=[1.0, 1.0, 1.0, 1.0, 0.0])
+    assert np.all(np.isfinite(bradley_terry(a + [0], b + [2], o + [1.0]).ratings))

@@ -253,3 +253,58 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(TypeError):
         cce(np.zeros((2, 2, 2)))
     assert isinstance(koth_game(synthetic_king_tensor(3, 2)), KothGame)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("target", ["affinity", "uniform"])
+def test_a_start_from_a_nearby_games_multipliers_gives_the_same_cce_in_fewer_steps(backend, target):
+    """A bootstrap replicate started from the full data's dual multipliers: the CCE is unique, so the same
+    joint comes back, and Newton starts near the minimiser."""
+    u = synthetic_king_tensor(18, 12, seed=4)
+    full = cce(koth_game(u), target=target, backend=backend)
+    assert [len(a) for a in full.multipliers] == [18, 12, 12] and all(np.all(a >= 0) for a in full.multipliers)
+    fewer = 0
+    for replicate in range(4):
+        rows = np.sort(np.random.default_rng(replicate).choice(18, size=14, replace=False))
+        game = koth_game(u[rows])
+        cold = cce(game, target=target, backend=backend)
+        warm = cce(game, target=target, backend=backend,
+                   start=[full.multipliers[0][rows], full.multipliers[1], full.multipliers[2]])
+        assert warm.diagnostics["start"] == "used" and warm.exploitability <= 1e-8
+        assert np.abs(warm.joint - cold.joint).max() <= 1e-8
+        for a, b in zip(warm.ratings, cold.ratings):
+            assert np.abs(a - b).max() <= 1e-8
+        fewer += warm.steps < cold.steps
+    assert fewer >= 3
+
+
+def test_a_start_at_the_solution_needs_no_step_and_the_dense_solver_takes_one_too():
+    game = koth_game(synthetic_king_tensor(10, 4, seed=2))
+    solved = cce(game)
+    again = cce(game, start=solved.multipliers)
+    assert again.steps <= 1 and np.abs(again.joint - solved.joint).max() <= 1e-9
+    dense = NormalFormGame(game.payoffs)
+    reference = cce(dense)
+    restarted = cce(dense, start=reference.multipliers)
+    assert restarted.steps <= 1 and np.abs(restarted.joint - reference.joint).max() <= 1e-9
+
+
+def test_a_start_that_stalls_is_abandoned_for_the_solve_from_zero():
+    """Multipliers far out in the dual make the start's joint a point mass whose line search stalls in
+    rounding: the solve starts again from 0 and still returns the CCE."""
+    game = koth_game(synthetic_king_tensor(12, 4, seed=1))
+    cold = cce(game)
+    far = [np.full(12, 1e6), np.full(4, 1e6), np.zeros(4)]
+    warm = cce(game, start=far)
+    assert warm.diagnostics["start"] == "abandoned: solved from 0"
+    assert warm.exploitability <= 1e-8 and np.abs(warm.joint - cold.joint).max() <= 1e-9
+
+
+def test_a_bad_start_names_the_player():
+    game = koth_game(synthetic_king_tensor(5, 3, seed=0))
+    with pytest.raises(ValueError, match=r"start: expected 3"):
+        cce(game, start=[np.zeros(5)])
+    with pytest.raises(ValueError, match=r"start\[1\]"):
+        cce(game, start=[np.zeros(5), np.zeros(2), np.zeros(3)])
+    with pytest.raises(ValueError, match=r"start\[2\]"):
+        cce(game, start=[np.zeros(5), np.zeros(3), -np.ones(3)])

@@ -19,6 +19,7 @@ from eqarena.tasks.rate import (
     method_battles,
     rate_method,
     rate_parameters,
+    solved_twin,
     write_run,
 )
 from eqarena.tasks.runs import RunLog
@@ -55,7 +56,8 @@ def rate(options: RateOptions, db: str | None = None) -> RateResult:
     battles = method_battles(db, tensor, assembled.battles, options, methods)
     for method in methods:
         with log.timed(method), stage(f"solving {method} ({tensor.shape[0]} x {tensor.shape[1]})"):
-            solved.append(rate_method(tensor, battles, method, boot.replicates, boot.seed))
+            twin = solved_twin(tensor, method, solved)  # e.g. ne-shannon where the affinity target is uniform
+            solved.append(twin or rate_method(tensor, battles, method, boot.replicates, boot.seed))
         if solved[-1].diagnostics:
             parameters[method] = solved[-1].diagnostics
     with log.timed("bootstrap"), stage("bootstrap replicates", total=boot.replicates) as done:

@@ -40,7 +40,8 @@ import scipy.linalg
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 50
 _THETA0, _THETA_MIN, _THETA_MAX = 1e-2, 1e-12, 1e8  # relative LM damping: initial, bounds
-_SLOW_STEPS = 3  # steps without halving the residual after which the Hessian is float64
+_SLOW_STEPS = 3  # steps without halving the residual after which the Hessian is float64 ...
+_SLOW_BELOW = 1e-5  # ... once the projected-gradient norm is below this (farther out, slow steps are damping's)
 _PRECISE_BELOW = 1e-8  # projected-gradient norm below which the Hessian is computed in float64
 
 
@@ -92,7 +93,7 @@ def projected_newton(
     while res > tol and steps < max_steps:
         # A float32 Hessian is used far from the solution; float64 once close, after a failed line
         # search or when progress stalls (float32 rounding hides small curvatures).
-        precise = precise or res <= _PRECISE_BELOW or slow >= _SLOW_STEPS
+        precise = precise or res <= _PRECISE_BELOW or (slow >= _SLOW_STEPS and res <= _SLOW_BELOW)
         # Coordinates at (or within eps of) the bound whose gradient pushes them out stay there.
         eps = min(1e-3, res)
         free = np.flatnonzero(mask & ~((z <= eps) & (grad > 0.0)))

@@ -71,7 +71,8 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int | range
                 ratings[start + k], expl[start + k] = out.ratings[k], out.exploitability[k]
             else:
                 fallback += 1
-                ratings[start + k], expl[start + k] = solve_king_ratings(method, solver.game(scheme, b))
+                ratings[start + k], expl[start + k] = solve_king_ratings(method, solver.game(scheme, b),
+                                                                         solver.start(method, scheme, b))
     return ratings, expl, fallback
 
 

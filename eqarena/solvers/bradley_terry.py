@@ -196,11 +196,10 @@ def _check_identifiable(a, b, o, w, m) -> None:
     import scipy.sparse
     import scipy.sparse.csgraph
 
-    won = w * o > 0
-    lost = w * (1 - o) > 0
-    rows = np.concatenate([a[won], b[lost]])  # edge winner -> loser
-    cols = np.concatenate([b[won], a[lost]])
-    graph = scipy.sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(m, m))
+    pair = a * m + b  # battles summed per ordered pair first: an M x M graph, not one edge per battle
+    a_wins = np.bincount(pair, weights=w * o, minlength=m * m).reshape(m, m) > 0
+    b_wins = np.bincount(pair, weights=w * (1 - o), minlength=m * m).reshape(m, m) > 0
+    graph = scipy.sparse.csr_matrix(a_wins | b_wins.T)  # edge winner -> loser
     count, labels = scipy.sparse.csgraph.connected_components(graph, directed=True, connection="strong")
     if count > 1:
         sizes = np.bincount(labels)

@@ -33,7 +33,7 @@ import numpy as np
 
 from eqarena.solvers import _cce_dual as dual
 from eqarena.solvers._precision import float64
-from eqarena.solvers._threads import one_blas_thread
+from eqarena.solvers._threads import blas_threads
 from eqarena.solvers.entropy import affinity_targets
 from eqarena.solvers.equilibrium import Equilibrium
 from eqarena.solvers.games import Game, KothGame, NormalFormGame
@@ -43,6 +43,7 @@ Target = str | Sequence[np.ndarray]
 DEFAULT_TOL = 1e-9
 _WORKING_SET = 64
 _MIN_MODELS = 8
+_ROUND_TOL = 1e-2  # a round that adds prompts stops at this fraction of their largest gap
 _NUMPY_MAX = 1 << 21  # joint entries up to which the NumPy backend is used ("auto"; measured)
 
 
@@ -86,6 +87,7 @@ def cce(
     max_steps: int = 500,
     max_rounds: int = 200,
     backend: str = "auto",
+    start: Sequence[np.ndarray] | None = None,
 ) -> Equilibrium:
     """Maximum relative entropy CCE to t = prod_i t_i, solved in the dual of App. A.
 
@@ -97,23 +99,34 @@ def cce(
         (the projected dual gradient's infinity norm).
       max_steps: Newton steps per working-set round; max_rounds: working-set rounds (KothGame).
       backend: "numpy", "jax" (jit-compiled) or "auto" (NumPy for small games, JAX for large).
+      start: the dual's multipliers to start from, one (A_i,) array per player: those of a nearby
+        game's solve (its `Equilibrium.multipliers`, e.g. the full data's for a bootstrap
+        replicate). The CCE is unique and the stopping test the same, so only the steps change.
 
     Returns an `Equilibrium` with `joint` of shape (A_1, ..., A_N), its `marginals`, `ratings` (the
-    deviation gains of eq. (1)), `exploitability` (see module docstring), `steps` (Newton steps)
-    and diagnostics: dual value, KL(x || t), max gap, working-set rounds and size, active
+    deviation gains of eq. (1)), `exploitability` (see module docstring), `steps` (Newton steps),
+    `multipliers` (the dual's, one (A_i,) array per player; prompts that share a constraint each
+    show its multiplier) and diagnostics: dual value, KL(x || t), max gap, working-set rounds and size, active
     multipliers per player, joint entries forced to 0 and the deviations forcing them per player.
     """
     if not isinstance(game, (NormalFormGame, KothGame)):
         raise TypeError(f"game must be a NormalFormGame or KothGame; got {type(game).__name__}")
-    start = time.perf_counter()
+    began = time.perf_counter()
     targets = _targets(game, target, p, kernel_variance)
     label = target if isinstance(target, str) else "custom"
-    # The BLAS work here is small products and factorisations: threads only contend.
-    with one_blas_thread():
-        if isinstance(game, KothGame):
-            joint, steps, diag = _solve_koth(game, targets, tol, max_steps, max_rounds, backend)
-        else:
-            joint, steps, diag = _solve_dense(game, targets, tol, max_steps, backend)
+    start = _start(game, start)
+    # One BLAS thread on small games, where threads only contend (`_threads`).
+    with blas_threads(int(np.prod(game.num_actions))):
+        solve = _solve_koth if isinstance(game, KothGame) else _solve_dense
+        joint, multipliers, steps, diag = solve(game, targets, tol, max_steps, max_rounds, backend, start)
+        if start is not None and not diag["converged"]:
+            # A start far out in the dual (a nearby game's CCE close to a face: huge multipliers) can
+            # stall the line search in rounding; the solve from 0 always works.
+            joint, multipliers, retry, diag = solve(game, targets, tol, max_steps, max_rounds, backend, None)
+            steps += retry
+            diag["start"] = "abandoned: solved from 0"
+        elif start is not None:
+            diag["start"] = "used"
     gains = joint_deviation_gains(game, joint)
     exploit = float(sum(max(0.0, float(np.max(g))) for g in gains))
     diag["max_gap"] = float(max(np.max(g) for g in gains))
@@ -129,8 +142,9 @@ def cce(
         target=label,
         steps=steps,
         final_temperature=None,
-        seconds=time.perf_counter() - start,
+        seconds=time.perf_counter() - began,
         diagnostics=diag,
+        multipliers=multipliers,
     )
 
 
@@ -158,6 +172,22 @@ def _targets(game: Game, target: Target, p: float, kernel_variance: float) -> li
     return out
 
 
+def _start(game: Game, start: Sequence[np.ndarray] | None) -> list[np.ndarray] | None:
+    """The `start` multipliers checked: one finite, non-negative (A_i,) array per player."""
+    if start is None:
+        return None
+    sizes = game.num_actions
+    if len(start) != len(sizes):
+        raise ValueError(f"start: expected {len(sizes)} multiplier arrays (one per player); got {len(start)}")
+    out = []
+    for i, (a, n) in enumerate(zip(start, sizes)):
+        a = np.asarray(a, dtype=np.float64)
+        if a.shape != (n,) or np.any(~np.isfinite(a)) or np.any(a < 0):
+            raise ValueError(f"start[{i}]: expected a finite, non-negative ({n},) array")
+        out.append(a)
+    return out
+
+
 def _log(t: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.log(t)
@@ -171,7 +201,7 @@ def _backend(backend: str, size: int) -> str:
     return backend
 
 
-def _solve_dense(game: NormalFormGame, targets, tol, max_steps, backend):
+def _solve_dense(game: NormalFormGame, targets, tol, max_steps, max_rounds, backend, start):
     features = dual.dense_features(game.payoffs)
     log_t = sum(
         np.expand_dims(_log(t), tuple(j for j in range(game.num_players) if j != i))
@@ -191,12 +221,14 @@ def _solve_dense(game: NormalFormGame, targets, tol, max_steps, backend):
     mask = np.arange(features.shape[1]) < cols
     mask[:cols] &= ~forcing  # their constraints hold with equality on the face
     oracle = dual.DenseDual(features, log_t, backend)
-    res = dual.projected_newton(
-        oracle.value_joint, oracle.gaps, oracle.hessian, np.zeros(features.shape[1]), mask, tol, max_steps
-    )
+    z0 = np.zeros(features.shape[1])
+    if start is not None:
+        z0[:cols] = np.concatenate(start)
+    res = dual.projected_newton(oracle.value_joint, oracle.gaps, oracle.hessian, z0, mask, tol, max_steps)
     joint = np.asarray(res.joint)[:rows].reshape(game.num_actions)
     z = res.z[:cols]
     bounds = np.cumsum((0,) + game.num_actions)
+    multipliers = [z[a:b].copy() for a, b in itertools.pairwise(bounds)]
     diag = {
         "dual_value": res.value,
         "residual": res.residual,
@@ -208,12 +240,13 @@ def _solve_dense(game: NormalFormGame, targets, tol, max_steps, backend):
         "forcing_deviations": [int(np.sum(forcing[a:b])) for a, b in itertools.pairwise(bounds)],
         "active_multipliers": [int(np.sum(z[a:b] > 0)) for a, b in itertools.pairwise(bounds)],
     }
-    return joint, res.steps, diag
+    return joint, multipliers, res.steps, diag
 
 
-def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
+def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend, start):
     """Working-set rounds: solve the dual restricted to prompt deviations W (plus all 2M model
     deviations) to tol, then add the prompt deviations whose gap exceeds tol; stop when none does.
+    From a `start`, W begins as the prompts with a positive multiplier there, at those values.
 
     Prompts with identical |u_king(q, ., .)| give identical constraints and share one multiplier.
     Joint entries that the constraints force to 0 are removed first (`dual.koth_face`).
@@ -268,6 +301,25 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
     else:
         value = float(tp @ (np.abs(u).reshape(num_prompts, -1) @ np.outer(tk, tr).reshape(-1)))
         moments = (np.outer(np.exp(logs[1]), np.exp(logs[2])).reshape(-1), value)
+
+    def load(work, alpha_w, alpha_k, alpha_r, capacity):
+        """Give the oracle the working set padded to `capacity`; return the matching z and mask."""
+        pad = capacity - len(work)
+        oracle.set_working_set(
+            abs_reps[np.concatenate([work, np.zeros(pad, dtype=np.int64)])]
+            * np.concatenate([np.ones(len(work)), np.zeros(pad)])[:, None, None]
+        )
+        mask = np.concatenate([np.ones(len(work), dtype=bool), np.zeros(pad, dtype=bool), mask_k, mask_r])
+        return np.concatenate([alpha_w, np.zeros(pad), alpha_k, alpha_r]), mask
+
+    if start is not None:  # the start's working set and multipliers; gaps at its joint
+        work = np.flatnonzero((start[0][reps] > 0) & candidate)
+        alpha_w = start[0][reps[work]]
+        alpha_k[:num_models], alpha_r[:num_models] = start[1], start[2]
+        while capacity < len(work):
+            capacity *= 2
+        z0, mask = load(work, alpha_w, alpha_k, alpha_r, capacity)
+        moments = oracle.prompt_moments(oracle.value_joint(np.where(mask, z0, 0.0))[1])
     steps = 0
     converged = False
     res = None
@@ -299,14 +351,11 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
         work = np.concatenate([work, add])
         alpha_w = np.concatenate([alpha_w, np.zeros(len(add))])
 
-        pad = capacity - len(work)
-        oracle.set_working_set(
-            abs_reps[np.concatenate([work, np.zeros(pad, dtype=np.int64)])]
-            * np.concatenate([np.ones(len(work)), np.zeros(pad)])[:, None, None]
-        )
-        mask = np.concatenate([np.ones(len(work), dtype=bool), np.zeros(pad, dtype=bool), mask_k, mask_r])
-        z0 = np.concatenate([alpha_w, np.zeros(pad), alpha_k, alpha_r])
-        res = dual.projected_newton(oracle.value_joint, oracle.gaps, oracle.hessian, z0, mask, tol, max_steps)
+        z0, mask = load(work, alpha_w, alpha_k, alpha_r, capacity)
+        # While prompts are being added, a round need not be solved to `tol`: only the last one (nothing
+        # to add) is. A looser round stops at a fraction of the largest gap it was opened for.
+        round_tol = max(tol, _ROUND_TOL * float(gaps[add].max())) if len(add) else tol
+        res = dual.projected_newton(oracle.value_joint, oracle.gaps, oracle.hessian, z0, mask, round_tol, max_steps)
         alpha_w = res.z[: len(work)]
         alpha_k = res.z[capacity : capacity + m]
         alpha_r = res.z[capacity + m :]
@@ -315,6 +364,7 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
         steps += res.steps
     alpha_prompt = np.zeros(len(reps))
     alpha_prompt[work] = alpha_w
+    multipliers = [alpha_prompt[rows.group_of], alpha_k[:num_models].copy(), alpha_r[:num_models].copy()]
     diag = {
         "dual_value": res.value,
         "residual": res.residual,
@@ -331,7 +381,7 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend):
             int(np.sum(alpha_r > 0)),
         ],
     }
-    return np.asarray(joint)[:num_prompts, :num_models, :num_models], steps, diag
+    return np.asarray(joint)[:num_prompts, :num_models, :num_models], multipliers, steps, diag
 
 
 def _koth_gains(u: np.ndarray, x: np.ndarray) -> list[np.ndarray]:

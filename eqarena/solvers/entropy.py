@@ -12,6 +12,8 @@ and only links rows whose kernel entry is above float64 resolution (K > e^-37).
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from typing import Literal
 
 import jax.numpy as jnp
@@ -23,7 +25,7 @@ import scipy.sparse.csgraph
 import scipy.spatial
 
 from eqarena.solvers._precision import float64
-from eqarena.solvers.games import Array, Game
+from eqarena.solvers.games import Array, Game, KothGame
 
 CoPlay = Literal["actions", "mixed"]
 
@@ -127,8 +129,23 @@ def affinity_targets(
     kernel_variance: float = DEFAULT_KERNEL_VARIANCE,
     co_play: CoPlay = "actions",
 ) -> list[np.ndarray]:
-    """`affinity_target` for every player: a list of (A_i,) arrays."""
-    return [affinity_target(game, i, p, kernel_variance, co_play) for i in range(game.num_players)]
+    """`affinity_target` for every player: a list of (A_i,) arrays.
+
+    Memoised by the game's payoffs (their bytes' hash) for the last few games: the methods of one
+    rating run ask for the same game's targets in turn (at 805 x 200, 5 s each)."""
+    payoffs = np.ascontiguousarray(game.u_king if isinstance(game, KothGame) else game.payoffs)
+    key = (type(game).__name__, payoffs.shape, payoffs.dtype.str, float(p), float(kernel_variance), co_play,
+           hashlib.blake2b(payoffs.view(np.uint8).reshape(-1)).digest())
+    if key not in _TARGETS_MEMO:
+        _TARGETS_MEMO[key] = [affinity_target(game, i, p, kernel_variance, co_play) for i in range(game.num_players)]
+        while len(_TARGETS_MEMO) > _TARGETS_MEMO_SIZE:
+            _TARGETS_MEMO.popitem(last=False)
+    _TARGETS_MEMO.move_to_end(key)
+    return [t.copy() for t in _TARGETS_MEMO[key]]
+
+
+_TARGETS_MEMO: OrderedDict = OrderedDict()
+_TARGETS_MEMO_SIZE = 4
 
 
 def affinity_target_value(

@@ -25,3 +25,4 @@ class Equilibrium:
     final_temperature: float | None = None
     seconds: float = 0.0
     diagnostics: dict = field(default_factory=dict)
+    multipliers: list[np.ndarray] | None = None  # CCE: the dual's, one (A_i,) array per player (`cce` start=)

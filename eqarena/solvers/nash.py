@@ -27,7 +27,7 @@ from eqarena.solvers._continuation import BranchLimit, ContinuationOptions, trac
 from eqarena.solvers._logit import logit_system
 from eqarena.solvers._polish import branch_supports, polish, project, values_function
 from eqarena.solvers._precision import float64
-from eqarena.solvers._threads import one_blas_thread
+from eqarena.solvers._threads import blas_threads
 from eqarena.solvers.entropy import DEFAULT_KERNEL_VARIANCE, DEFAULT_P, affinity_targets
 from eqarena.solvers.equilibrium import Equilibrium
 from eqarena.solvers.games import Game, KothGame, NormalFormGame
@@ -95,9 +95,8 @@ def nash(
     if not isinstance(game, (NormalFormGame, KothGame)):
         raise TypeError(f"game must be a NormalFormGame or KothGame; got {type(game).__name__}")
     start = time.perf_counter()
-    # The solver's matrix-vector passes are memory-bound: one BLAS thread is as fast, and avoids
-    # OpenBLAS's thread spinning when the machine is busy.
-    with one_blas_thread():
+    # The solver's matrix-vector passes are memory-bound: one BLAS thread on small games (`_threads`).
+    with blas_threads(int(np.prod(game.num_actions))):
         return _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, retraces, options, start)
 
 

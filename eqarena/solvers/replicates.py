@@ -81,23 +81,32 @@ def replicate_game(method: str, u_king: np.ndarray) -> tuple[np.ndarray, object]
     """(distinct-prompt tensor, target) whose equilibrium under `method` equals that of u_king, whose
     prompts may repeat (module docstring): affinity keeps "affinity"; uniform weights prompts by copies.
     Other targets: u_king itself and the method's target."""
+    u, target, _ = _distinct_game(method, u_king)
+    return u, target
+
+
+def _distinct_game(method: str, u_king: np.ndarray) -> tuple[np.ndarray, object, np.ndarray]:
+    """`replicate_game` and the index in u_king of each of its prompts."""
     target = get_method(method).target
     if target not in ("affinity", "uniform"):
-        return u_king, target
+        return u_king, target, np.arange(len(u_king))
     keys = np.ascontiguousarray(u_king.reshape(len(u_king), -1))
     _, first, counts = np.unique(keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel(),
                                  return_index=True, return_counts=True)
     order = np.argsort(first)
-    distinct, counts = u_king[first[order]], counts[order]
+    rows, counts = first[order], counts[order]
     if target == "affinity":
-        return distinct, "affinity"
+        return u_king[rows], "affinity", rows
     m = u_king.shape[1]
-    return distinct, [counts / counts.sum(), np.full(m, 1.0 / m), np.full(m, 1.0 / m)]
+    return u_king[rows], [counts / counts.sum(), np.full(m, 1.0 / m), np.full(m, 1.0 / m)], rows
 
 
-def solve_king_ratings(method: str, u_king: np.ndarray) -> tuple[np.ndarray, float]:
+def solve_king_ratings(method: str, u_king: np.ndarray, start=None) -> tuple[np.ndarray, float]:
     """King ratings (M,) and exploitability of the registered equilibrium `method` on u_king (P, M, M),
-    solved on its distinct prompts (`replicate_game`)."""
-    u, target = replicate_game(method, u_king)
-    eq = get_method(method).equilibrium(koth_game(u), target)
+    solved on its distinct prompts (`replicate_game`). start: for a method that `warm_starts`, the dual
+    multipliers (prompts (P,) of u_king, kings (M,), rebels (M,)) of a nearby game to start from."""
+    u, target, rows = _distinct_game(method, u_king)
+    if start is not None:
+        start = [np.asarray(start[0])[rows], start[1], start[2]]
+    eq = get_method(method).equilibrium(koth_game(u), target, start)
     return np.asarray(eq.ratings[KING], dtype=np.float64), float(eq.exploitability)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -91,6 +91,7 @@ class Solved:
     equilibrium: EquilibriumRecord | None
     seconds: float
     diagnostics: dict = field(default_factory=dict)
+    multipliers: list[np.ndarray] | None = None  # a CCE's dual multipliers: bootstrap replicates start there
 
 
 def _scalar_diagnostics(diagnostics: dict) -> dict:
@@ -116,6 +117,49 @@ def rate_method(tensor: PayoffTensor, battles: dict[str, np.ndarray], name: str,
     fit = method.model_fit(tensor.u_king, battles if len(battles.get("score", ())) else None, bootstrap, seed)
     ratings = MethodRatings(name, "king", tensor.models, np.asarray(fit.ratings), ci_lo=fit.ci_lo, ci_hi=fit.ci_hi)
     return Solved(name, [ratings], None, time.perf_counter() - start, _scalar_diagnostics(fit.diagnostics))
+
+
+def solved_twin(tensor: PayoffTensor, name: str, solved: list[Solved]) -> Solved | None:
+    """The equilibrium of an earlier method in `solved` that the equilibrium method `name` selects too on
+    this tensor, restated as `name`'s (None if there is none): both call the same solver, and their
+    selection targets are the same distributions here. The affinity target is uniform when no two
+    prompts, kings or rebels are near-clones (paper Section 3.3, App. B), so on such a game
+    "ne-shannon" is "ne" and "cce-shannon" is "cce": solved once (at 805 x 200, 60 to 80 s each)."""
+    method = get_method(name)
+    if not method.is_equilibrium:
+        return None
+    game = None
+    for earlier in solved:
+        other = get_method(earlier.method)
+        if earlier.equilibrium is None or other.solve != method.solve:
+            continue
+        game = game or koth_game(tensor.u_king)
+        if _same_targets(game, other.target, method.target):
+            return _restated(earlier, method)
+    return None
+
+
+def _same_targets(game, a: str, b: str) -> bool:
+    """Whether selection targets `a` and `b` resolve to the same distributions on `game` (to 1e-12,
+    relative: far below what moves an equilibrium at the solvers' tolerances)."""
+    if a == b:
+        return True
+    if {a, b} != {"affinity", "uniform"}:
+        return False
+    from eqarena.solvers.entropy import affinity_targets
+
+    return all(np.allclose(t, 1.0 / len(t), rtol=1e-12, atol=0.0) for t in affinity_targets(game))
+
+
+def _restated(twin: Solved, method: RatingMethod) -> Solved:
+    ratings = [MethodRatings(method.name, r.player, r.actions, r.rating, mass=r.mass, imputed_share=r.imputed_share)
+               for r in twin.ratings]
+    diagnostics = {**twin.equilibrium.diagnostics,
+                   "same_as": f"{twin.method}: the {method.target} and {get_method(twin.method).target} targets "
+                              "coincide on this game"}
+    record = replace(twin.equilibrium, method=method.name, target=str(method.target), seconds=0.0,
+                     diagnostics=diagnostics)
+    return Solved(method.name, ratings, record, 0.0, multipliers=twin.multipliers)
 
 
 def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
@@ -145,7 +189,7 @@ def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
         joint=None if eq.joint is None else np.asarray(eq.joint),
         contributions=delta,
     )
-    return Solved(method.name, ratings, record, seconds)
+    return Solved(method.name, ratings, record, seconds, multipliers=eq.multipliers)
 
 
 @step("bootstrap_equilibria")
@@ -169,7 +213,8 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
     settling = Settling(tol=options.settle) if options.settle > 0 else None
     results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
                                 battles=battles, imputed=tensor.imputed, map_units=process_map(workers),
-                                settling=settling, progress=progress, full=full)
+                                settling=settling, progress=progress, full=full,
+                                starts={s.method: s.multipliers for s in solved if s.multipliers is not None})
     records = [
         IntervalRecord(
             method=b.method, scheme=b.scheme, models=tensor.models, rating=np.asarray(full[b.method]),
