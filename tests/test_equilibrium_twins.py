@@ -31,7 +31,8 @@ def test_without_clones_the_shannon_methods_restate_the_affinity_ones():
     assert all(np.all(t == t[0]) for t in affinity_targets(solvers.koth_game(tensor.u_king)))
     ne, cce, ne_shannon, cce_shannon = _solve_all(tensor, ["ne", "cce", "ne-shannon", "cce-shannon"])
     for twin, first in ((ne_shannon, ne), (cce_shannon, cce)):
-        assert twin.equilibrium.diagnostics["same_as"].startswith(first.method)
+        assert twin.equilibrium.diagnostics["same_as"] == first.method
+        assert "affinity target is uniform" in twin.equilibrium.diagnostics["same_because"]
         assert twin.equilibrium.method == twin.method and all(r.method == twin.method for r in twin.ratings)
         assert twin.equilibrium.target == "uniform"
         # ... and it is what solving the method itself gives

@@ -199,6 +199,17 @@ def test_models_by_tasks_scores_round_trip_and_rate(tmp_path, prefect_harness):
         if not imputed:
             assert u == pytest.approx(np.clip((stored[king, prompt] - stored[rebel, prompt]) / 100, -1, 1))
     assert {p for p, k, r, u, imputed in payoffs if imputed} == {"summarize", "typos"}
+    # No two tasks or models are clones: the affinity target is uniform, so each -shannon method is its
+    # affinity twin, solved once and said so.
+    assert "ne-shannon: the same equilibrium as ne (no two prompts or models are clones" in rated.stdout
+    twins = dict(query(db, "SELECT method, json_extract_string(diagnostics, '$.same_as') FROM equilibria "
+                           "WHERE run_id = ?", [run_id]))
+    assert twins == {"ne": None, "cce": None, "ne-shannon": "ne", "cce-shannon": "cce"}
+    ratings = query(db, "SELECT method, player, action, rating FROM ratings WHERE run_id = ?", [run_id])
+    by = {(m, p, a): r for m, p, a, r in ratings}
+    for (method, player, action), rating in by.items():
+        if method in ("ne", "cce"):
+            assert by[f"{method}-shannon", player, action] == rating
 
 
 def test_preference_table_round_trips_in_both_orders_and_rates(tmp_path, prefect_harness):

@@ -63,7 +63,7 @@ def rate(options: RateOptions, db: str | None = None) -> RateResult:
     with log.timed("bootstrap"), stage("bootstrap replicates", total=boot.replicates) as done:
         intervals, parameters["bootstrap_equilibria"] = bootstrap_equilibria(
             tensor, assembled.battles, solved, boot, progress=done)
-    notes = _bootstrap_notes(parameters["bootstrap_equilibria"])
+    notes = _twin_notes(solved) + _bootstrap_notes(parameters["bootstrap_equilibria"])
     groups = []
     if options.by is not None:
         with log.timed(f"by-{options.by.value}"), stage(f"rating each {options.by.value}") as done:
@@ -93,6 +93,16 @@ def _group_notes(groups) -> tuple[str, ...]:
     rated = sum(not g.skipped for g in groups)
     lines = [f"by {grouping}: {rated} of {len(groups)} rated separately (point ratings, no bootstrap)"]
     lines += [f"  skipped {grouping} {g.category!r}: {g.reason}" for g in groups if g.skipped]
+    return tuple(lines)
+
+
+def _twin_notes(solved) -> tuple[str, ...]:
+    """One line per method that restates an earlier one's equilibrium (`tasks.rate.solved_twin`)."""
+    lines = []
+    for s in solved:
+        d = s.equilibrium.diagnostics if s.equilibrium is not None else {}
+        if "same_as" in d:
+            lines.append(f"{s.method}: the same equilibrium as {d['same_as']} ({d['same_because']}; solved once)")
     return tuple(lines)
 
 

@@ -106,8 +106,9 @@ def cce(
     Returns an `Equilibrium` with `joint` of shape (A_1, ..., A_N), its `marginals`, `ratings` (the
     deviation gains of eq. (1)), `exploitability` (see module docstring), `steps` (Newton steps),
     `multipliers` (the dual's, one (A_i,) array per player; prompts that share a constraint each
-    show its multiplier) and diagnostics: dual value, KL(x || t), max gap, working-set rounds and size, active
-    multipliers per player, joint entries forced to 0 and the deviations forcing them per player.
+    show its multiplier) and diagnostics: dual value, KL(x || t), max gap, working-set rounds and
+    size, active multipliers per player, joint entries forced to 0 and the deviations forcing them
+    per player, and whether a `start` was used.
     """
     if not isinstance(game, (NormalFormGame, KothGame)):
         raise TypeError(f"game must be a NormalFormGame or KothGame; got {type(game).__name__}")
@@ -202,6 +203,7 @@ def _backend(backend: str, size: int) -> str:
 
 
 def _solve_dense(game: NormalFormGame, targets, tol, max_steps, max_rounds, backend, start):
+    """The dense dual in one Newton solve (`max_rounds` is for the working-set rounds of `_solve_koth`)."""
     features = dual.dense_features(game.payoffs)
     log_t = sum(
         np.expand_dims(_log(t), tuple(j for j in range(game.num_players) if j != i))

@@ -154,9 +154,9 @@ def _same_targets(game, a: str, b: str) -> bool:
 def _restated(twin: Solved, method: RatingMethod) -> Solved:
     ratings = [MethodRatings(method.name, r.player, r.actions, r.rating, mass=r.mass, imputed_share=r.imputed_share)
                for r in twin.ratings]
-    diagnostics = {**twin.equilibrium.diagnostics,
-                   "same_as": f"{twin.method}: the {method.target} and {get_method(twin.method).target} targets "
-                              "coincide on this game"}
+    reason = "the same solver and target" if method.target == get_method(twin.method).target else \
+        "no two prompts or models are clones here, so the affinity target is uniform"
+    diagnostics = {**twin.equilibrium.diagnostics, "same_as": twin.method, "same_because": reason}
     record = replace(twin.equilibrium, method=method.name, target=str(method.target), seconds=0.0,
                      diagnostics=diagnostics)
     return Solved(method.name, ratings, record, 0.0, multipliers=twin.multipliers)
