@@ -152,10 +152,12 @@ class ReplicateSolver:
         not in `starts` are solved for here, once per process."""
         if not get_method(method).warm_starts:
             return None
-        full = (self.starts or {}).get(method)
-        if full is None:
-            full = _full_multipliers(method, self.u_king)
-            self.starts = {**(self.starts or {}), method: full}
+        known = self.starts or {}
+        full = known[method] if method in known else _full_multipliers(method, self.u_king)
+        if method not in known:
+            self.starts = {**known, method: full}
+        if full is None:  # a solver that gave none
+            return None
         prompts = full[0]
         if scheme == "prompts":
             prompts = prompts[prompt_replicate(len(self.u_king), self.seed, replicate)]
