@@ -257,3 +257,50 @@ def test_analyze_defaults_to_the_latest_rate_run_of_the_dataset(rated, tmp_path,
     assert f"(of rate run {rate_run}," in picked.stdout and toy_run not in picked.stdout
     ambiguous = runner.invoke(app, ["analyze", "risk", "-k", "3", "--db", db, "--out", str(tmp_path)])
     assert ambiguous.exit_code == 1 and "toy" in ambiguous.stderr and "vicuna80" in ambiguous.stderr
+
+
+def test_the_game_handed_to_analyses_before_the_write_is_the_one_read_back_after(tmp_path):
+    """The main job computes its analyses while the bootstrap runs, from the rate run's solves in memory:
+    game, selected NE and clone target are the ones `analyze-*` read from the written run."""
+    from eqarena.pipelines.ingest import ingest
+    from eqarena.pipelines.rate import rate
+    from eqarena.tasks.analysis_io import (
+        best_king,
+        king_rows,
+        read_rate_game,
+        read_selected_equilibrium,
+        top_model,
+        unwritten_marginals,
+        unwritten_rate_game,
+    )
+
+    db = str(tmp_path / "w.duckdb")
+    ingest(IngestOptions(source="vicuna80"), db)
+    seen = []
+    options = RateOptions(dataset="vicuna80", judges=["prd:gpt4"], bootstrap=BootstrapOptions(replicates=0))
+    run_id = rate(options, db, on_solved=seen.append).run_id
+    (solved,) = seen
+    assert solved.run_id == run_id
+
+    before, after = unwritten_rate_game(run_id, solved.tensor, solved.methods), read_rate_game(db, run_id)
+    assert (before.run_id, before.dataset, before.prompts, before.models, before.methods) == \
+        (after.run_id, after.dataset, after.prompts, after.models, after.methods)
+    assert before.prompts != tuple(sorted(before.prompts))  # natural order ("2" before "10"), not the string sort
+    np.testing.assert_array_equal(before.u_king, after.u_king)
+    ne = next(s for s in solved.solved if s.method == "ne")
+    for x, y in zip(unwritten_marginals(before, solved.tensor, ne.equilibrium),
+                    read_selected_equilibrium(db, after, "ne")):
+        np.testing.assert_array_equal(x, y)
+    assert best_king(king_rows([r for s in solved.solved for r in s.ratings]), run_id) == top_model(db, run_id)
+
+
+def test_run_game_orders_prompts_naturally_and_models_by_name():
+    from eqarena.warehouse.analyses import run_game
+
+    prompts, models = ("10", "b", "2", "a"), ("zeta", "alpha", "mu")
+    u = np.arange(4 * 3 * 3, dtype=float).reshape(4, 3, 3)
+    game = run_game("r", "d", ("ne",), prompts, models, u)
+    assert game.prompts == ("2", "10", "a", "b") and game.models == ("alpha", "mu", "zeta")
+    for p, i, j in itertools.product(range(4), range(3), range(3)):
+        original = u[prompts.index(game.prompts[p]), models.index(game.models[i]), models.index(game.models[j])]
+        assert game.u_king[p, i, j] == original

@@ -32,13 +32,14 @@ def _env() -> dict:
     return {**env, "EQARENA_PREFECT": "never"}
 
 
-def _workers_started(process: subprocess.Popen, timeout: float = 240) -> list[psutil.Process]:
+def _workers_started(process: subprocess.Popen, timeout: float = 240, children: int = 2,
+                     settle: float = 1.0) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stderr.read()
-        children = psutil.Process(process.pid).children(recursive=True)
-        if len(children) >= 2:  # the spawned pool: its resource tracker and at least one worker
-            time.sleep(1.0)  # let the workers take their first units
+        if len(psutil.Process(process.pid).children(recursive=True)) >= children:
+            # default: the spawned pool's resource tracker and at least one worker
+            time.sleep(settle)  # let the workers take their first units
             return psutil.Process(process.pid).children(recursive=True)
         time.sleep(0.2)
     pytest.fail("the bootstrap never started its worker processes")
@@ -67,3 +68,26 @@ def test_a_stopped_bootstrap_leaves_no_worker_and_no_run(warehouse, how):
             rate.kill()
     with duckdb.connect(str(warehouse), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM runs WHERE kind = 'rate'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(warehouse, how):
+    """`eqarena run` computes its analyses on a thread while the bootstrap's workers run: stopped then,
+    it exits 130 at once, cleanly (no abort from the thread's native code), and writes no run."""
+    run = subprocess.Popen([str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
+                           env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        # Both workers at work: a worker stopped while it starts prints a traceback of its own.
+        workers = _workers_started(run, children=3, settle=2.0)
+        run.send_signal(how)
+        gone, alive = psutil.wait_procs(workers, timeout=2.0)
+        assert not [p for p in alive if _running(p)]
+        assert run.wait(timeout=10) == 130
+        stderr = run.stderr.read()
+        assert "terminate called" not in stderr and "leaked" not in stderr and "Traceback" not in stderr, stderr
+    finally:
+        if run.poll() is None:
+            run.kill()
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        kinds = {k for (k,) in con.execute("SELECT kind FROM runs WHERE kind IN ('rate', 'clones', 'risk')").fetchall()}
+    assert not kinds

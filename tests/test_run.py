@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -133,6 +134,42 @@ def test_demo_analyses_risk_dominance(demo):
     (report,) = (tmp / "out").glob("eqarena-rate-*.html")
     text = report.read_text(encoding="utf-8")
     assert '<section id="risk">' in text and f"of {found} Nash equilibria" in text
+
+
+def test_analyses_computed_during_the_bootstrap_equal_those_run_after_it(demo, tmp_path):
+    """`eqarena run` computes its analyses while the bootstrap runs, from the solves in memory;
+    `eqarena analyze-*` on the written run (a copy of the warehouse) gives the same rows."""
+    from eqarena.options import CloneOptions, RiskOptions
+    from eqarena.pipelines.analyze import analyze_clones, analyze_risk
+
+    tmp, _ = demo
+    copy = tmp_path / "copy.duckdb"
+    shutil.copyfile(tmp / "demo.duckdb", copy)
+    tables = {"clone_robustness": "variant, n_clones, method, model_id, rank, rating, exploitability",
+              "clone_prompts": "draw, prompt_id, source_prompt_id", "clone_verdicts": "method, verdict",
+              "risk_dominance": "* EXCLUDE (run_id)", "risk_equilibrium_ratings": "* EXCLUDE (run_id)",
+              "pure_nash_equilibria": "* EXCLUDE (run_id)"}
+
+    def rows(run_ids):
+        con = warehouse.connect(copy, read_only=True)
+        try:
+            return {table: con.execute(f"SELECT {columns} FROM {table} WHERE run_id IN (?, ?) ORDER BY ALL",
+                                       list(run_ids)).fetchall() for table, columns in tables.items()}
+        finally:
+            con.close()
+
+    con = warehouse.connect(copy, read_only=True)
+    try:
+        (rate_run,) = con.execute("SELECT run_id FROM latest_rate_run").fetchone()
+        during = con.execute("SELECT run_id FROM analysis_runs WHERE source_run_id = ? ORDER BY kind",
+                             [rate_run]).fetchall()
+    finally:
+        con.close()
+    after = [analyze_clones(CloneOptions(), rate_run, str(copy)).run_id,
+             analyze_risk(RiskOptions(), rate_run, str(copy)).run_id]
+    computed_during = rows([r[0] for r in during])
+    assert len(during) == 2 and all(computed_during.values())
+    assert computed_during == rows(after)
 
 
 def test_the_report_shows_exploitability(demo):

@@ -13,6 +13,7 @@ from eqarena.cli import analyze, data, generating, judging, main_job, paper, rat
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.support import release_frames
 from eqarena.compile_cache import use_compile_cache
+from eqarena.orchestration.background import exit_now_if_busy
 
 app = typer.Typer(
     name="eqarena",
@@ -71,10 +72,12 @@ def main() -> None:
         app()
     except SystemExit as exc:  # how every command ends: done, an `error:` line, or interrupted (130)
         release_frames(exc)
+        exit_now_if_busy(exc.code)
         raise
     except BaseException as exc:  # an unexpected error: its traceback, then nothing else
         traceback.print_exc()
         release_frames(exc)
+        exit_now_if_busy(1)
         sys.exit(1)
 
 

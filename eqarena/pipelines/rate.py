@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from eqarena.options import RateOptions
 from eqarena.orchestration.runtime import publish_ratings
@@ -19,10 +20,12 @@ from eqarena.tasks.rate import (
     method_battles,
     rate_method,
     rate_parameters,
+    Solved,
     solved_twin,
     write_run,
 )
 from eqarena.tasks.runs import RunLog
+from eqarena.warehouse.tensor import PayoffTensor
 
 
 @dataclass(frozen=True)
@@ -37,11 +40,24 @@ class RateResult:
     notes: tuple[str, ...] = ()  # what the defaults did (e.g. how many bootstrap replicates, and why)
 
 
-def rate(options: RateOptions, db: str | None = None) -> RateResult:
+@dataclass(frozen=True, eq=False)
+class SolvedRun:
+    """A rate run's full-data solves, before its bootstrap and before anything is written."""
+
+    run_id: str
+    tensor: PayoffTensor
+    methods: tuple[str, ...]
+    solved: list[Solved]
+
+
+def rate(options: RateOptions, db: str | None = None,
+         on_solved: Callable[[SolvedRun], None] | None = None) -> RateResult:
     """Rate the models and prompts of `options.dataset` from the pooled judgments of `options.judges`
     by each of `options.methods` (the method registry's names) and store everything under a new run_id.
     The bootstrap (`options.bootstrap`) gives every equilibrium method's intervals and rank
-    probabilities, over prompts and over judge samples (eqarena/solvers/bootstrap.py)."""
+    probabilities, over prompts and over judge samples (eqarena/solvers/bootstrap.py).
+    on_solved: called with what the full data solved, before the bootstrap (the main job starts its
+    analyses there, on a background thread, and writes them once the run is written)."""
     methods = chosen_methods(options)
     log = RunLog(db, "rate", {}, start=False)  # the row is written with the results, in one transaction
     with log.timed("assemble"), stage("assembling the payoff tensor"):
@@ -60,6 +76,8 @@ def rate(options: RateOptions, db: str | None = None) -> RateResult:
             solved.append(twin or rate_method(tensor, battles, method, boot.replicates, boot.seed))
         if solved[-1].diagnostics:
             parameters[method] = solved[-1].diagnostics
+    if on_solved is not None:
+        on_solved(SolvedRun(log.run_id, tensor, methods, list(solved)))
     with log.timed("bootstrap"), stage("bootstrap replicates", total=boot.replicates) as done:
         intervals, parameters["bootstrap_equilibria"] = bootstrap_equilibria(
             tensor, assembled.battles, solved, boot, progress=done)

@@ -1,5 +1,9 @@
 """Pipeline `run`, the main job: ingest (idempotent) → judge → rate → analyses → report.
 
+Outside a Prefect flow run the analyses are computed on a background thread from the rate run's
+full-data solves while its bootstrap's worker processes run (the main process only waits for them
+then), and written once the rate run is (eqarena/pipelines/rate.py `on_solved`).
+
 With a recorded judge (`prd:<name>` or `all-prd`, the PRD judgments bundled with vicuna80) the judge
 step makes no API call: ingest already imported those judgments. With a provider spec
 (`openai:MODEL`, `gemini:MODEL`, an OpenAI-compatible server) the judge flow fills the missing cells,
@@ -8,18 +12,22 @@ after the plan is printed and its cost confirmed.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Mapping
 
 from eqarena import options as opts
 from eqarena.methods import parse_methods
 from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters
+from eqarena.orchestration.background import in_background
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import in_flow_run, run_logger
-from eqarena.pipelines.analyze import analyze_clones, analyze_risk
+from eqarena.pipelines.analyze import ComputedAnalysis, analyze_clones, analyze_risk, clones_of, risk_of, write_computed
 from eqarena.pipelines.ingest import ingest
-from eqarena.pipelines.rate import rate
+from eqarena.pipelines.rate import SolvedRun, rate
 from eqarena.pipelines.report import report
+from eqarena.tasks.analysis_io import best_king, king_rows, unwritten_marginals, unwritten_rate_game
 from eqarena.tasks.main_job import check_judge_plan, is_recorded_judge, main_job_judge
 from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
@@ -58,19 +66,42 @@ def judge_missing(options: MainJobOptions, dataset: str, db: str | None = None) 
 
 
 def run_analyses(options: opts.AnalysesOptions, rate_run_id: str, methods: tuple[str, ...],
-                 db: str | None = None, skip: tuple[str, ...] = ()) -> dict[str, list[str]]:
+                 db: str | None = None, skip: tuple[str, ...] = (),
+                 computed: Mapping[str, ComputedAnalysis] | None = None) -> dict[str, list[str]]:
     """The chosen robustness analyses of a rate run (those in `skip` are current already), each summed
-    up in one plain sentence; risk needs the run's NE and is skipped, with a line saying so, without it."""
+    up in one plain sentence; risk needs the run's NE and is skipped, with a line saying so, without it.
+    `computed`: analyses already computed (`analyses_of`), written here instead of computed again."""
     summaries = {}
     for kind in options.run:
         if kind is Analysis.RISK and "ne" not in methods:
             summaries[kind.value] = ["risk analysis skipped: it starts from the run's NE (rate with --methods ne)"]
             run_logger().info(summaries[kind.value][0])
         elif kind.value not in skip:
-            analyse = analyze_clones(options.clones, rate_run_id, db) if kind is Analysis.CLONES else analyze_risk(
-                options.risk, rate_run_id, db)
+            if computed is not None and kind.value in computed:
+                analyse = write_computed(db, computed[kind.value])
+            elif kind is Analysis.CLONES:
+                analyse = analyze_clones(options.clones, rate_run_id, db)
+            else:
+                analyse = analyze_risk(options.risk, rate_run_id, db)
             summaries[kind.value] = [analyse.headline]
     return summaries
+
+
+def analyses_of(options: opts.AnalysesOptions, run: SolvedRun, db: str | None = None) -> dict[str, ComputedAnalysis]:
+    """The chosen analyses of a rate run computed from its full-data solves, before the run is written:
+    the same game, selected NE and target that `analyze_clones` and `analyze_risk` read back after."""
+    game = unwritten_rate_game(run.run_id, run.tensor, run.methods)
+    out = {}
+    for kind in options.run:
+        if kind is Analysis.CLONES:
+            top = None
+            if options.clones.target is None:
+                top = best_king(king_rows([r for s in run.solved for r in s.ratings]), run.run_id)
+            out[kind.value] = clones_of(game, options.clones, top, db)
+        elif kind is Analysis.RISK and "ne" in run.methods:
+            ne = next(s for s in run.solved if s.method == "ne")
+            out[kind.value] = risk_of(game, unwritten_marginals(game, run.tensor, ne.equilibrium), options.risk, db)
+    return out
 
 
 def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) -> RunSummary:
@@ -81,10 +112,18 @@ def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) 
             dataset = ingest(IngestOptions(source=options.source), db).dataset
         with log.timed("judge"):
             judges, _, _ = judge_missing(options, dataset, db)
+        alongside: dict[str, Future] = {}
+
+        def start_analyses(solved: SolvedRun) -> None:  # on the core the main process leaves idle
+            alongside["analyses"] = in_background("eqarena-analyses", analyses_of, options.analyses, solved, db)
+
         with log.timed("rate"):
-            rated = rate(replace(options.rate, dataset=dataset, judges=tuple(judges)), db)
+            rated = rate(replace(options.rate, dataset=dataset, judges=tuple(judges)), db,
+                         on_solved=None if in_flow_run() else start_analyses)
         with log.timed("analyses"), stage("robustness analyses"):
-            summaries = run_analyses(options.analyses, rated.run_id, parse_methods(options.rate.methods), db)
+            computed = alongside["analyses"].result() if alongside else None
+            summaries = run_analyses(options.analyses, rated.run_id, parse_methods(options.rate.methods), db,
+                                     computed=computed)
         with log.timed("report"), stage("writing the report"):
             report_path = Path(report(rated.run_id, options.out_dir, db)).resolve()
         parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rated.run_id}

@@ -46,8 +46,11 @@ _LIMIT_TOL = 1e-7
 _LIMIT_MAX_LAMBDA = 1e6
 # ... or once it crawls (rounding noise in the branch's equations grows with lambda and eventually
 # stalls the step control): this many accepted steps over which lambda stayed within this factor
-# and the marginals moved less than this (L1; a turning point of the branch moves them more).
-_LIMIT_CRAWL_STEPS = 200
+# and the marginals moved less than this (L1; a turning point of the branch moves them more). A
+# crawl adds no limit estimate (lambda must grow by sqrt(10) for one), so a longer window only costs
+# steps: on 40 bootstrap replicates of a 500 x 17 game, 30 steps instead of 200 ended 39 traces at
+# the same point and one within its own limit_change, in 28% fewer steps.
+_LIMIT_CRAWL_STEPS = 30
 _LIMIT_CRAWL_RANGE = 1.1
 _LIMIT_CRAWL_MOVE = 1e-4
 # The limit estimate is polished on its best responses within each of these value gaps, and on the

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import polars as pl
 
 from eqarena import warehouse
 from eqarena.orchestration.steps import step
-from eqarena.warehouse.analyses import RunGame, read_equilibrium_marginals, read_run_game, write_analysis
-from eqarena.warehouse.ratings import latest_rate_run_id, read_ratings
+from eqarena.warehouse.analyses import (
+    RunGame,
+    marginals_in_game_order,
+    read_equilibrium_marginals,
+    read_run_game,
+    run_game,
+    write_analysis,
+)
+from eqarena.warehouse.ratings import EquilibriumRecord, MethodRatings, RatingRow, latest_rate_run_id, read_ratings
 from eqarena.warehouse.runs import RunRecord
 from eqarena.warehouse.snapshot import publish_snapshot
+from eqarena.warehouse.tensor import PayoffTensor
 
 
 @step("read_rate_game")
@@ -27,6 +37,18 @@ def read_rate_game(db: str | None, run_id: str | None = None) -> RunGame:
         con.close()
 
 
+def unwritten_rate_game(run_id: str, tensor: PayoffTensor, methods: Sequence[str]) -> RunGame:
+    """The game `read_rate_game` reads back once rate run `run_id` (`tensor` rated by `methods`) is written."""
+    return run_game(run_id, tensor.dataset, methods, tensor.prompts, tensor.models, tensor.u_king)
+
+
+def unwritten_marginals(game: RunGame, tensor: PayoffTensor, record: EquilibriumRecord) -> list[np.ndarray]:
+    """The marginals `read_selected_equilibrium` reads back once `record` (an equilibrium of `tensor`) is written."""
+    actions = {"prompt": tensor.prompts, "king": tensor.models, "rebel": tensor.models}
+    return marginals_in_game_order(game, {(player, a): float(m) for player, labels in actions.items()
+                                          for a, m in zip(labels, np.asarray(record.marginals[player]))})
+
+
 @step("read_selected_equilibrium")
 def read_selected_equilibrium(db: str | None, game: RunGame, method: str = "ne") -> list[np.ndarray]:
     """The rate run's stored `method` equilibrium: its (prompt, king, rebel) marginals over `game`'s actions."""
@@ -39,19 +61,33 @@ def read_selected_equilibrium(db: str | None, game: RunGame, method: str = "ne")
 
 @step("top_model")
 def top_model(db: str | None, run_id: str, methods: tuple[str, ...] = ("ne", "cce", "bt")) -> tuple[str, str]:
-    """(model, method): the best king of the first of `methods` the run rated (highest rating, then
-    largest equilibrium mass, then name)."""
+    """(model, method): the best king of the first of `methods` the run rated (`best_king`)."""
     con = warehouse.connect(db, read_only=True)
     try:
         rows = [r for r in read_ratings(con, run_id) if r.player == "king"]
     finally:
         con.close()
+    return best_king(rows, run_id, methods)
+
+
+def best_king(rows: Sequence[RatingRow], run_id: str,
+              methods: tuple[str, ...] = ("ne", "cce", "bt")) -> tuple[str, str]:
+    """(model, method): among the king `rows` of a rate run, the best of the first of `methods` it rated
+    (highest rating, then largest equilibrium mass, then name)."""
     for method in methods:
-        kings = [r for r in rows if r.method == method]
+        kings = [r for r in rows if r.method == method and r.player == "king"]
         if kings:
             best = min(kings, key=lambda r: (-r.rating, -(r.mass or 0.0), r.action))
             return best.action, method
     raise LookupError(f"rate run {run_id!r} has no model ratings")
+
+
+def king_rows(ratings: Sequence[MethodRatings]) -> list[RatingRow]:
+    """The king rows `read_ratings` gives back once `ratings` are written (rank left 0: `best_king` does
+    not read it)."""
+    return [RatingRow(r.method, r.player, action, float(value), 0,
+                      None if r.mass is None else float(r.mass[k]), None, None)
+            for r in ratings if r.player == "king" for k, (action, value) in enumerate(zip(r.actions, r.rating))]
 
 
 @step("write_analysis_run")

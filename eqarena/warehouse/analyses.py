@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import duckdb
 import numpy as np
@@ -56,6 +57,18 @@ def read_run_game(con: duckdb.DuckDBPyConnection, run_id: str) -> RunGame:
     return RunGame(run_id, dataset, prompts, models, u, tuple(json.loads(methods) if methods else ()))
 
 
+def run_game(run_id: str, dataset: str, methods: Sequence[str], prompts: Sequence[str], models: Sequence[str],
+             u_king: np.ndarray) -> RunGame:
+    """The game `read_run_game` reads back once rate run `run_id` is written, from the tensor it writes
+    (u_king (P, M, M) over `prompts` x `models`, diagonal 0): the same order of prompts and models.
+    The main job hands it to its analyses while the run's bootstrap is still going."""
+    p_order = sorted(range(len(prompts)), key=lambda k: _natural_key(prompts[k]))
+    m_order = sorted(range(len(models)), key=lambda k: _natural_key(models[k]))
+    u = np.asarray(u_king, dtype=np.float64)[np.ix_(p_order, m_order, m_order)]
+    return RunGame(run_id, dataset, tuple(prompts[k] for k in p_order), tuple(models[k] for k in m_order), u,
+                   tuple(methods))
+
+
 def read_equilibrium_marginals(con: duckdb.DuckDBPyConnection, game: RunGame, method: str) -> list[np.ndarray]:
     """The rate run's stored marginals of `method` (prompt, king, rebel), in the order of `game`'s actions;
     LookupError when the run has no such equilibrium."""
@@ -63,7 +76,11 @@ def read_equilibrium_marginals(con: duckdb.DuckDBPyConnection, game: RunGame, me
                        [game.run_id, method]).fetchall()
     if not rows:
         raise LookupError(f"rate run {game.run_id!r} has no {method} equilibrium (rate it with --methods {method})")
-    mass = {(player, action): value for player, action, value in rows}
+    return marginals_in_game_order(game, {(player, action): value for player, action, value in rows})
+
+
+def marginals_in_game_order(game: RunGame, mass: Mapping[tuple[str, str], float]) -> list[np.ndarray]:
+    """(prompt, king, rebel) marginals over `game`'s actions from {(player, action): mass} (absent: 0)."""
     return [np.array([mass.get((player, a), 0.0) for a in actions])
             for player, actions in (("prompt", game.prompts), ("king", game.models), ("rebel", game.models))]
 
