@@ -163,6 +163,42 @@ def test_same_seed_same_replicates_whatever_the_workers():
         assert np.abs(x.ratings - z.ratings).max() > 1e-3
 
 
+@pytest.mark.integration  # worker processes
+def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
+    """`prewarm_workers` starts the pool before the data is known; the next map hands each worker the
+    solver and solves on it; a pool no map took is stopped by `release_prewarmed`."""
+    import psutil
+
+    from eqarena.tasks.parallel import prewarm_workers, release_prewarmed
+
+    u = solvers.synthetic_king_tensor(30, 4, seed=1)
+    kwargs = {"replicates": 12, "schemes": ("prompts",), "seed": 5}
+    others = {p.pid for p in psutil.Process().children()}  # a Prefect test server, a resource tracker
+
+    def workers():  # the processes prewarm_workers started (not multiprocessing's resource tracker)
+        return [p for p in psutil.Process().children()
+                if p.pid not in others and "resource_tracker" not in " ".join(p.cmdline())]
+
+    def running(processes):
+        return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+    prewarm_workers(2)
+    ahead = workers()
+    assert len(ahead) == 2  # started before any data was handed over
+    b = bootstrap_ratings(u, ["ne", "cce"], map_units=process_map(2), **kwargs)
+    assert not running(ahead), "the map shuts down the pool it took"
+    a = bootstrap_ratings(u, ["ne", "cce"], map_units=process_map(2), **kwargs)  # a pool started for the map
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.ratings, y.ratings)
+
+    prewarm_workers(2)
+    unused = workers()
+    assert len(unused) == 2
+    release_prewarmed()
+    psutil.wait_procs(unused, timeout=10)
+    assert not running(unused)
+
+
 def test_settling_stops_at_a_prefix_of_the_same_replicates_and_says_why():
     u = solvers.synthetic_king_tensor(12, 3, seed=2)
     seen, seen_batched = [], []

@@ -77,12 +77,16 @@ def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(wareh
     run = subprocess.Popen([str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        # Both workers at work: a worker stopped while it starts prints a traceback of its own.
-        workers = _workers_started(run, children=3, settle=2.0)
+        # The workers start with the job; 4 s on, its analyses run beside the bootstrap (a worker
+        # stopped while it starts would print a traceback of its own).
+        children = _workers_started(run, children=3, settle=4.0)
+        workers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]  # it leaves with `run`
         run.send_signal(how)
         gone, alive = psutil.wait_procs(workers, timeout=2.0)
-        assert not [p for p in alive if _running(p)]
+        assert len(workers) == 2 and not [p for p in alive if _running(p)]
         assert run.wait(timeout=10) == 130
+        psutil.wait_procs(children, timeout=2.0)
+        assert not [p for p in children if _running(p)]
         stderr = run.stderr.read()
         assert "terminate called" not in stderr and "leaked" not in stderr and "Traceback" not in stderr, stderr
     finally:

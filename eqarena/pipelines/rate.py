@@ -13,11 +13,13 @@ from eqarena.orchestration.runtime import publish_ratings
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import run_logger
 from eqarena.tasks.assemble import assemble
+from eqarena.tasks.parallel import prewarm_workers, release_prewarmed
 from eqarena.tasks.rate_groups import rate_groups
 from eqarena.tasks.rate import (
     bootstrap_equilibria,
     chosen_methods,
     method_battles,
+    planned_bootstrap_workers,
     rate_method,
     rate_parameters,
     Solved,
@@ -59,6 +61,14 @@ def rate(options: RateOptions, db: str | None = None,
     on_solved: called with what the full data solved, before the bootstrap (the main job starts its
     analyses there, on a background thread, and writes them once the run is written)."""
     methods = chosen_methods(options)
+    prewarm_workers(planned_bootstrap_workers(options))  # they start while the tensor is assembled and solved
+    try:
+        return _rate(options, db, on_solved, methods)
+    finally:
+        release_prewarmed()  # if the bootstrap did not take them
+
+
+def _rate(options: RateOptions, db: str | None, on_solved, methods: tuple[str, ...]) -> RateResult:
     log = RunLog(db, "rate", {}, start=False)  # the row is written with the results, in one transaction
     with log.timed("assemble"), stage("assembling the payoff tensor"):
         assembled = assemble(db, options)

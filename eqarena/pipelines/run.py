@@ -29,6 +29,8 @@ from eqarena.pipelines.rate import SolvedRun, rate
 from eqarena.pipelines.report import report
 from eqarena.tasks.analysis_io import best_king, king_rows, unwritten_marginals, unwritten_rate_game
 from eqarena.tasks.main_job import check_judge_plan, is_recorded_judge, main_job_judge
+from eqarena.tasks.parallel import prewarm_workers, release_prewarmed
+from eqarena.tasks.rate import planned_bootstrap_workers
 from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
 
@@ -107,6 +109,15 @@ def analyses_of(options: opts.AnalysesOptions, run: SolvedRun, db: str | None = 
 def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) -> RunSummary:
     """The main job on `options.source` with `options.judge`; returns where the warehouse and the report are."""
     report_dir(options.out_dir)  # a file in the way of the report is said before any work
+    if is_recorded_judge(options.judge):  # no judging to wait for: the bootstrap's workers start now,
+        prewarm_workers(planned_bootstrap_workers(options.rate))  # while ingest and rate prepare
+    try:
+        return _main_job(options, db)
+    finally:
+        release_prewarmed()
+
+
+def _main_job(options: MainJobOptions, db: str | None) -> RunSummary:
     with RunLog(db, "run", as_parameters(options), start=False) as log:
         with log.timed("ingest"):
             dataset = ingest(IngestOptions(source=options.source), db).dataset

@@ -1,8 +1,9 @@
 """Solving bootstrap replicates on worker processes, one per core.
 
 `process_map(workers)` is a `map_units` for `solvers.bootstrap.bootstrap_ratings`: it hands the
-replicate solver (the full data) to each worker once, at its start, and maps the units of replicates
-over the workers. Each worker runs single-threaded (XLA's and BLAS's own thread pools would only
+replicate solver (the full data) to each worker once and maps the units of replicates over the
+workers. `prewarm_workers` starts the processes ahead of the bootstrap, while the command still
+assembles and solves the full data. Each worker runs single-threaded (XLA's and BLAS's own thread pools would only
 contend with the other workers); it is set up here, in the worker's entry point, never on import.
 
 Workers never outlive the command: on Linux each asks the kernel for SIGKILL when its parent dies
@@ -27,12 +28,15 @@ from eqarena.lifeline import expect_workers
 if TYPE_CHECKING:  # imported by the worker only after it has tied its life to the parent's
     from eqarena.solvers.bootstrap import ReplicateSolver, Unit, UnitMap, UnitResult
 
-_WORKER_SOLVER: list = []  # the solver of this worker process (set by _start_worker)
+_WORKER_SOLVER: list = []  # the solver of this worker process (set by _install_solver)
+_WORKER_BARRIER: list = []  # the pool's barrier: each worker takes exactly one solver (set by _start_worker)
+_INSTALL_TIMEOUT_S = 600.0  # a worker waits this long for the others to take theirs
 
 
-def _start_worker(solver: bytes, parent: int) -> None:
+def _start_worker(parent: int, barrier) -> None:
     """Entry point of a worker process: die with the parent (first, before any heavy import), one
-    thread for XLA and BLAS, then unpickle and keep the solver."""
+    thread for XLA and BLAS, then import the solvers (while the command still prepares its data, when
+    the pool was started ahead of it)."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the parent died before prctl
@@ -42,26 +46,78 @@ def _start_worker(solver: bytes, parent: int) -> None:
     import threadpoolctl
 
     threadpoolctl.threadpool_limits(1)
+    _WORKER_BARRIER[:] = [barrier]
+    import eqarena.solvers.bootstrap  # noqa: F401  (the imports every unit needs)
+
+
+def _install_solver(solver: bytes) -> None:
+    """Keep `solver` in this worker, then wait for the other workers to take theirs: a worker that holds
+    one takes no second install, so each worker gets exactly one."""
     _WORKER_SOLVER[:] = [pickle.loads(solver)]
+    _WORKER_BARRIER[0].wait(timeout=_INSTALL_TIMEOUT_S)
 
 
 def _solve_in_worker(unit: Unit) -> UnitResult:
     return _WORKER_SOLVER[0](unit)
 
 
+class _Workers:
+    """A spawned pool of `workers` processes, started now (the first ones starting with it) and solver-less."""
+
+    def __init__(self, workers: int):
+        context = multiprocessing.get_context("spawn")  # JAX is multithreaded: never fork it
+        expect_workers()  # they tie their life to this process before their first import (eqarena/lifeline.py)
+        self.workers = workers
+        self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                                           initargs=(os.getpid(), context.Barrier(workers)))
+        for _ in range(workers):  # a spawning executor starts a process per submit while none is idle
+            self.pool.submit(int)
+
+    def install(self, solver: ReplicateSolver) -> None:
+        """Hand `solver` to every worker (pickled once)."""
+        blob = pickle.dumps(solver)
+        for done in [self.pool.submit(_install_solver, blob) for _ in range(self.workers)]:
+            done.result()
+
+
+_PREWARMED: list[_Workers] = []
+
+
+def prewarm_workers(workers: int) -> None:
+    """Start `workers` worker processes now, for the next `process_map(workers)` of this process: their
+    start (about 1 s of imports each) then overlaps the command's own work. No-op below 2 workers, or
+    when a pool is waiting already. `release_prewarmed` stops one that ends up unused."""
+    if workers >= 2 and not _PREWARMED:
+        _PREWARMED.append(_Workers(workers))
+
+
+def release_prewarmed() -> None:
+    """Stop a pool `prewarm_workers` started that no map took (at once: its workers may still be
+    importing, and an interrupted command must not wait for them)."""
+    while _PREWARMED:
+        _terminate(_PREWARMED.pop().pool)
+
+
+def _workers_for(workers: int) -> _Workers:
+    if _PREWARMED and _PREWARMED[0].workers == workers:
+        return _PREWARMED.pop()
+    release_prewarmed()
+    return _Workers(workers)
+
+
 def process_map(workers: int) -> UnitMap:
-    """A `map_units` over `workers` spawned processes (serial in this process when `workers` is 1)."""
+    """A `map_units` over `workers` spawned processes (serial in this process when `workers` is 1), the
+    ones `prewarm_workers` started if there are."""
     if workers <= 1:
         from eqarena.solvers.bootstrap import serial_map
 
         return serial_map
 
     def run(solver: ReplicateSolver, units: Sequence[Unit]) -> Iterator[UnitResult]:
-        context = multiprocessing.get_context("spawn")  # JAX is multithreaded: never fork it
-        expect_workers()  # they tie their life to this process before their first import (eqarena/lifeline.py)
-        pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                                                      initargs=(pickle.dumps(solver), os.getpid()))
+        started = _workers_for(workers)
+        pool = started.pool
         try:
+            started.install(solver)
             yield from pool.map(_solve_in_worker, units)
         except BaseException:
             _terminate(pool)

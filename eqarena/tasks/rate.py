@@ -56,6 +56,15 @@ def chosen_methods(options: RateOptions) -> tuple[str, ...]:
     return parse_methods(methods + extra) if extra else methods
 
 
+def planned_bootstrap_workers(options: RateOptions) -> int:
+    """Worker processes `bootstrap_equilibria` will solve on, as far as the options tell (0: none; it
+    may still use fewer once the data is known): to start them ahead of it (`parallel.prewarm_workers`)."""
+    methods = [m for m in chosen_methods(options) if get_method(m).is_equilibrium]
+    if options.bootstrap.replicates < 2 or options.bootstrap.replicates * len(methods) < _PARALLEL_FROM:
+        return 0
+    return min(2, os.cpu_count() or 1)
+
+
 @step("method_battles")
 def method_battles(db: str | None, tensor: PayoffTensor, battles: dict[str, np.ndarray], options: RateOptions,
                    methods: tuple[str, ...]) -> dict[str, np.ndarray]:
