@@ -3,8 +3,9 @@
 `process_map(workers)` is a `map_units` for `solvers.bootstrap.bootstrap_ratings`: it hands the
 replicate solver (the full data) to each worker once and maps the units of replicates over the
 workers. `prewarm_workers` starts the processes ahead of the bootstrap, while the command still
-assembles and solves the full data. Each worker runs single-threaded (XLA's and BLAS's own thread pools would only
-contend with the other workers); it is set up here, in the worker's entry point, never on import.
+assembles and solves the full data. Each worker runs single-threaded (XLA's and BLAS's own thread
+pools would only contend with the other workers); it is set up here, in the worker's entry point,
+never on import.
 
 Workers never outlive the command: on Linux each asks the kernel for SIGKILL when its parent dies
 (`prctl(PR_SET_PDEATHSIG)`), so a SIGTERM or kill -9 of the command takes them along, and an
@@ -70,8 +71,8 @@ class _Workers:
         self.workers = workers
         self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
                                                            initargs=(os.getpid(), context.Barrier(workers)))
-        for _ in range(workers):  # a spawning executor starts a process per submit while none is idle
-            self.pool.submit(int)
+        for _ in range(workers):  # a spawning executor starts a process per submit while none is idle:
+            self.pool.submit(int)   # back to back, before any has started, these start all of them
 
     def install(self, solver: ReplicateSolver) -> None:
         """Hand `solver` to every worker (pickled once)."""
