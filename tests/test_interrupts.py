@@ -32,15 +32,18 @@ def _env() -> dict:
     return {**env, "EQARENA_PREFECT": "never"}
 
 
-def _workers_started(process: subprocess.Popen, timeout: float = 240, children: int = 2,
-                     settle: float = 1.0) -> list[psutil.Process]:
+def _workers_started(process: subprocess.Popen, timeout: float = 240) -> list[psutil.Process]:
+    """The command's child processes once its bootstrap is under way: a worker has used 3 s of CPU (its
+    imports take about 1 s; workers started ahead of the bootstrap then wait for its data)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stderr.read()
-        if len(psutil.Process(process.pid).children(recursive=True)) >= children:
-            # default: the spawned pool's resource tracker and at least one worker
-            time.sleep(settle)  # let the workers take their first units
-            return psutil.Process(process.pid).children(recursive=True)
+        children = psutil.Process(process.pid).children(recursive=True)
+        try:
+            if any(sum(child.cpu_times()[:2]) >= 3.0 for child in children):
+                return children
+        except psutil.NoSuchProcess:
+            pass
         time.sleep(0.2)
     pytest.fail("the bootstrap never started its worker processes")
 
@@ -77,9 +80,7 @@ def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(wareh
     run = subprocess.Popen([str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        # The workers start with the job; 4 s on, its analyses run beside the bootstrap (a worker
-        # stopped while it starts would print a traceback of its own).
-        children = _workers_started(run, children=3, settle=4.0)
+        children = _workers_started(run)  # the analyses (about 5 s) started with the bootstrap
         workers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]  # it leaves with `run`
         run.send_signal(how)
         gone, alive = psutil.wait_procs(workers, timeout=2.0)
