@@ -7,9 +7,14 @@ ahead log folded in), copies it while it still holds the lock (no other process 
 meanwhile) and renames the copy over the last snapshot. The copy is made by a child process: DuckDB
 locks the file with a POSIX record lock, which the kernel drops when the holding process closes *any*
 descriptor of that file, so reading the file from this process would let a waiting writer in while
-this one still writes. The rename is atomic: a reader opening the
-snapshot gets the previous or the new copy, whole; a reader that has it open keeps reading the copy
-it opened. No eqarena process ever opens the snapshot, so readers of it never meet a lock.
+this one still writes. The rename is atomic: a reader that has the snapshot open keeps reading the
+copy it opened, the next open sees the newest. No eqarena process ever opens the snapshot, so readers
+of it never meet a lock.
+
+One race is DuckDB's own: `duckdb.connect` opens the path once to read the file's headers and again
+to read its blocks. A connect whose two opens straddle a publish reads the previous copy's headers
+with the new copy's blocks and fails with an IOException (a short read, a checksum). `connect_snapshot`
+connects again when that happens.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import duckdb
 
 SNAPSHOT_SUFFIX = ".snapshot.duckdb"
 SNAPSHOT_ENV_VAR = "EQARENA_SNAPSHOT"  # "0" turns publishing off
+CONNECT_ATTEMPTS = 3
 
 
 def snapshot_path(db_path: str | os.PathLike) -> Path:
@@ -30,6 +36,21 @@ def snapshot_path(db_path: str | os.PathLike) -> Path:
     path = Path(db_path)
     stem = path.name[: -len(".duckdb")] if path.name.endswith(".duckdb") else path.name
     return path.with_name(stem + SNAPSHOT_SUFFIX)
+
+
+def connect_snapshot(db_path: str | os.PathLike, attempts: int = CONNECT_ATTEMPTS) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the snapshot of the warehouse `db_path` (module docstring). A connect
+    that straddles a publish is retried, up to `attempts` connects in all; a missing snapshot raises
+    FileNotFoundError, any other error is raised as it is."""
+    path = snapshot_path(db_path)
+    if not path.exists():
+        raise FileNotFoundError(f"no snapshot {path} yet: it is published after the first finished run")
+    for attempt in range(1, attempts + 1):
+        try:
+            return duckdb.connect(str(path), read_only=True)
+        except duckdb.IOException as exc:
+            if attempt == attempts or "lock" in str(exc).lower():
+                raise
 
 
 def snapshots_enabled() -> bool:
