@@ -14,6 +14,7 @@ from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.support import release_frames
 from eqarena.compile_cache import use_compile_cache
 from eqarena.orchestration.background import exit_now_if_busy
+from eqarena.orchestration.quick_exit import nothing_pending, quick_exit
 
 app = typer.Typer(
     name="eqarena",
@@ -71,14 +72,23 @@ def main() -> None:
     try:
         app()
     except SystemExit as exc:  # how every command ends: done, an `error:` line, or interrupted (130)
-        release_frames(exc)
-        exit_now_if_busy(exc.code)
+        _leave(exc, exc.code)
         raise
     except BaseException as exc:  # an unexpected error: its traceback, then nothing else
         traceback.print_exc()
-        release_frames(exc)
-        exit_now_if_busy(1)
+        _leave(exc, 1)
         sys.exit(1)
+
+
+def _leave(exc: BaseException, code: object) -> None:
+    """End the process now, without the interpreter's shutdown, when no thread's work is pending
+    (eqarena/orchestration/quick_exit.py). Otherwise free what the error's frames hold, so that the
+    shutdown prints no binding's leak warnings, and return to exit normally, unless a background
+    computation is still running (eqarena/orchestration/background.py)."""
+    if nothing_pending():
+        quick_exit(code)
+    release_frames(exc)
+    exit_now_if_busy(code)
 
 
 def _interrupted(signum, frame) -> None:

@@ -8,12 +8,11 @@ stand, and one stopped inside native code (a jitted XLA computation) aborts the 
 
 from __future__ import annotations
 
-import atexit
-import os
-import sys
 import threading
 from concurrent.futures import Future
 from typing import Callable, TypeVar
+
+from eqarena.orchestration.quick_exit import quick_exit
 
 T = TypeVar("T")
 
@@ -40,15 +39,7 @@ def in_background(name: str, fn: Callable[..., T], *args) -> Future[T]:
 
 def exit_now_if_busy(code: object) -> None:
     """With a background computation still running, end the process now with exit status `code` (as
-    SystemExit reads it): the exit handlers run and stdout and stderr are flushed, then the process
-    exits without the interpreter's shutdown (module docstring). Otherwise return. Called by the
-    command on its way out, its own cleanup done."""
-    if not any(t.is_alive() for t in _THREADS):
-        return
-    atexit._run_exitfuncs()  # what a normal exit runs first (worker pools' semaphores, a temporary Prefect API)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed or broken stream: nothing more to show
-            pass
-    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+    SystemExit reads it), without the interpreter's shutdown (module docstring; `quick_exit`).
+    Otherwise return. Called by the command on its way out, its own cleanup done."""
+    if any(t.is_alive() for t in _THREADS):
+        quick_exit(code)

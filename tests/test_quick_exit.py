@@ -1,0 +1,60 @@
+"""How a command's process ends (eqarena/orchestration/quick_exit.py): the exit handlers run and the
+output is flushed, the interpreter's shutdown is skipped, and a thread still at work keeps the
+normal exit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+QUICK_EXIT = """
+import atexit, sys
+from pathlib import Path
+from eqarena.orchestration.quick_exit import quick_exit
+marks = Path(sys.argv[1])
+
+class Finalised:
+    def __del__(self):
+        (marks / "finalised").write_text("the shutdown ran")
+
+kept = Finalised()
+atexit.register(lambda: (marks / "atexit").write_text("the exit handlers ran"))
+print("the last line", end="")  # a pipe: still in the buffer
+sys.stderr.write("and the last error line")
+quick_exit(3)
+"""
+
+
+def test_quick_exit_runs_the_exit_handlers_flushes_and_skips_the_shutdown(tmp_path):
+    done = subprocess.run([sys.executable, "-c", QUICK_EXIT, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 3
+    assert done.stdout == "the last line" and done.stderr == "and the last error line"
+    assert (tmp_path / "atexit").read_text() == "the exit handlers ran"
+    assert not (tmp_path / "finalised").exists()  # no object was freed one by one
+
+
+PENDING = """
+import threading, time
+from eqarena.orchestration.quick_exit import nothing_pending
+release = threading.Event()
+daemon = threading.Thread(target=release.wait, daemon=True)
+daemon.start()
+print(nothing_pending())  # a daemon thread does not hold the exit
+worker = threading.Thread(target=release.wait)
+worker.start()
+print(nothing_pending())  # a normal exit would wait for this one
+release.set()
+worker.join()
+print(nothing_pending())
+"""
+
+
+def test_nothing_pending_while_only_daemon_threads_run():
+    done = subprocess.run([sys.executable, "-c", PENDING], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "True"]
