@@ -21,9 +21,10 @@ PAGE_WIDTH_IN = 10.5  # the page's 1200 px content width at DPI: wider figures a
 
 
 def data_uri(fig: Figure, dpi: int = DPI) -> str:
-    """Render `fig` as a base64 PNG data URI and close it."""
+    """Render `fig` as a base64 PNG data URI and close it. A figure laid out by a layout engine (constrained
+    layout) keeps its own size; any other is cropped to what it draws, which costs a second drawing."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches=None if fig.get_layout_engine() is not None else "tight")
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
