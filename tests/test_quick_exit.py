@@ -58,3 +58,11 @@ def test_nothing_pending_while_only_daemon_threads_run():
     done = subprocess.run([sys.executable, "-c", PENDING], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False", "True"]
+
+
+def test_a_profiled_command_keeps_the_normal_exit_and_its_profile(tmp_path):
+    profile = tmp_path / "status.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "eqarena.cli.app", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Usage" in done.stdout and profile.stat().st_size > 0

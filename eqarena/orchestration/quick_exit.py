@@ -5,8 +5,8 @@ free the heap object by object: with JAX, polars and matplotlib loaded, about a 
 after the command's last line. `quick_exit` runs what a normal exit runs first (the `atexit` handlers:
 worker pools' semaphores, a temporary Prefect API, logging's flush), flushes stdout and stderr, and
 ends the process. It waits for no thread: a command leaves this way only when no other non-daemon
-thread is alive (`nothing_pending`), or when a daemon thread must not be stopped by the shutdown
-(`orchestration/background.py`).
+thread is alive and no profiler waits to write its results (`nothing_pending`), or when a daemon
+thread must not be stopped by the shutdown (`orchestration/background.py`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ import threading
 
 
 def nothing_pending() -> bool:
-    """Whether no thread but daemons and this one is alive (a normal exit would wait for the others)."""
+    """Whether no thread but daemons and this one is alive (a normal exit would wait for the others),
+    and no profiler or tracer (cProfile, coverage, a debugger) waits to write its results after the
+    command returns."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return False
     current = threading.current_thread()
     return all(t is current or t.daemon or not t.is_alive() for t in threading.enumerate())
 
