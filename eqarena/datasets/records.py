@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 from dataclasses import astuple, dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -77,10 +78,10 @@ SCORE_SCHEMA = {"judge": pl.Utf8, "template_hash": pl.Utf8, "prompt_id": pl.Utf8
 
 def judgment_frame(records: Iterable[RecordedJudgment] = ()) -> pl.DataFrame:
     """Recorded judgments as a frame of JUDGMENT_SCHEMA (for sources read record by record)."""
-    rows = [astuple(r) for r in records]
     order = ("judge", "template_hash", "prompt_id", "model_a", "model_b", "sample_index", "verdict", "score",
              "raw_text", "status")
-    frame = pl.DataFrame(rows, schema={c: JUDGMENT_SCHEMA[c] for c in order}, orient="row")
+    row = attrgetter(*order)  # dataclasses.astuple deep-copies every field: 20x slower
+    frame = pl.DataFrame([row(r) for r in records], schema={c: JUDGMENT_SCHEMA[c] for c in order}, orient="row")
     return frame.select(list(JUDGMENT_SCHEMA))
 
 
