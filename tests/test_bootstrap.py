@@ -4,6 +4,9 @@ probabilities, determinism, judge-noise replicates, and the tables a rate run wr
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -168,6 +171,7 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
     """`prewarm_workers` starts the pool before the data is known; the next map hands each worker the
     solver and solves on it; a pool no map took is stopped by `release_prewarmed`."""
     import psutil
+    import threadpoolctl
 
     from eqarena.tasks.parallel import prewarm_workers, release_prewarmed
 
@@ -194,9 +198,32 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
     prewarm_workers(2)
     unused = workers()
     assert len(unused) == 2
+    from eqarena.tasks.parallel import _PREWARMED
+
+    blas = [lib for lib in _PREWARMED[0].pool.submit(threadpoolctl.threadpool_info).result(timeout=120)
+            if lib["user_api"] == "blas"]
+    assert blas and all(lib["num_threads"] == 1 for lib in blas), blas  # NumPy's and SciPy's OpenBLAS alike
     release_prewarmed()
     psutil.wait_procs(unused, timeout=10)
     assert not running(unused)
+
+
+WORKER_AFTER_NUMPY = """
+import os, threading
+import numpy  # loaded before the worker starts, as the eqarena command's module loads it
+import threadpoolctl
+from eqarena.tasks.parallel import _start_worker
+_start_worker(os.getppid(), threading.Barrier(1))
+import scipy.linalg  # loaded after
+print(sorted({lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}))
+"""
+
+
+@pytest.mark.integration  # a subprocess
+def test_a_worker_runs_blas_on_one_thread_whenever_its_library_loaded():
+    done = subprocess.run([sys.executable, "-c", WORKER_AFTER_NUMPY], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1]"
 
 
 def test_settling_stops_at_a_prefix_of_the_same_replicates_and_says_why():

@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # imported by the worker only after it has tied its life to t
 _WORKER_SOLVER: list = []  # the solver of this worker process (set by _install_solver)
 _WORKER_BARRIER: list = []  # the pool's barrier: each worker takes exactly one solver (set by _start_worker)
 _INSTALL_TIMEOUT_S = 600.0  # a worker waits this long for the others to take theirs
+# Thread counts OpenBLAS, MKL and OpenMP take when they load: a worker sets them before its imports
+# (a limit set at run time, such as threadpoolctl's, holds only for the libraries already loaded).
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def _start_worker(parent: int, barrier) -> None:
@@ -44,11 +47,13 @@ def _start_worker(parent: int, barrier) -> None:
         os._exit(1)
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
-    import threadpoolctl
-
-    threadpoolctl.threadpool_limits(1)
+    for variable in BLAS_THREAD_VARIABLES:  # read by each BLAS library as it loads
+        os.environ[variable] = "1"
     _WORKER_BARRIER[:] = [barrier]
     import eqarena.solvers.bootstrap  # noqa: F401  (the imports every unit needs)
+    import threadpoolctl
+
+    threadpoolctl.threadpool_limits(1)  # and the ones loaded before (NumPy's, by the command's own module)
 
 
 def _install_solver(solver: bytes) -> None:
