@@ -104,7 +104,7 @@ def batched_nash(
         for lane, g in enumerate(game_of):
             if g is None:
                 continue
-            reason, counters = _replay(ends[lane], state, lane, games[g].num_actions[0])
+            reason, counters = _replay(ends[lane], state, lane, games[g].num_actions[0], polish_from)
             if reason is None:
                 continue
             out[g] = _finish(games[g], ends[lane], targets[g], reason, counters, tol)
@@ -128,10 +128,15 @@ def _host(lanes):
     return jax.tree_util.tree_map(lambda v: np.array(v), lanes)
 
 
-def _replay(end: BranchMonitor, state: trace.Lane, lane: int, n: int):
+def _replay(end: BranchMonitor, state: trace.Lane, lane: int, n: int, polish_from: float):
     """Feed lane's recorded points to its monitor: (stop reason, counters) once the trace ends, else
-    (None, None)."""
-    for k in range(int(state.count[lane])):
+    (None, None). A point the monitor would only read and pass over (exploitability above
+    `polish_from`) is skipped, unless it is the last: the monitor then holds the same last point."""
+    count = int(state.count[lane])
+    passed_over = _exploitability_above(state, lane, n, count, polish_from)
+    for k in range(count):
+        if passed_over[k] and k < count - 1:
+            continue
         point = _Point(
             (state.marginals[0][lane, k, :n], state.marginals[1][lane, k], state.marginals[2][lane, k]),
             (state.values[0][lane, k, :n], state.values[1][lane, k], state.values[2][lane, k]),
@@ -142,6 +147,19 @@ def _replay(end: BranchMonitor, state: trace.Lane, lane: int, n: int):
     if stop != trace.RUNNING:
         return trace.STOP_REASONS[stop], state.counters[lane]
     return None, None
+
+
+def _exploitability_above(state: trace.Lane, lane: int, n: int, count: int, bound: float) -> np.ndarray:
+    """Whether each of lane's first `count` points has exploitability above `bound` (all points at once;
+    the margin covers the rounding between these sums and the monitor's own, so the monitor would
+    find every point marked here above `bound` too)."""
+    expl = np.zeros(count)
+    for player, (marginals, values) in enumerate(zip(state.marginals, state.values)):
+        x, v = marginals[lane, :count], values[lane, :count]
+        if player == 0:
+            x, v = x[:, :n], v[:, :n]
+        expl += v.max(axis=1) - np.einsum("ka,ka->k", v, x / x.sum(axis=1, keepdims=True))
+    return expl > bound * (1.0 + 1e-9) + 1e-15
 
 
 def _finish(game, end: BranchMonitor, targets, reason: str, counters, tol: float) -> BranchEnd | None:
