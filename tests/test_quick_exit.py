@@ -38,6 +38,12 @@ def test_quick_exit_runs_the_exit_handlers_flushes_and_skips_the_shutdown(tmp_pa
     assert not (tmp_path / "finalised").exists()  # no object was freed one by one
 
 
+def test_quick_exit_with_a_message_says_it_and_exits_1():
+    script = "from eqarena.orchestration.quick_exit import quick_exit; quick_exit('error: the reason')"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (1, "error: the reason\n")
+
+
 PENDING = """
 import threading, time
 from eqarena.orchestration.quick_exit import nothing_pending

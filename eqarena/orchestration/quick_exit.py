@@ -31,6 +31,8 @@ def quick_exit(code: object) -> None:
     """End the process now with exit status `code` (as SystemExit reads it), after the exit handlers
     and a flush of stdout and stderr (module docstring)."""
     atexit._run_exitfuncs()
+    if code is not None and not isinstance(code, int):  # sys.exit("message") says it, as a normal exit does
+        print(code, file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
