@@ -208,6 +208,34 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
     assert not running(unused)
 
 
+@pytest.mark.integration  # worker processes
+def test_an_interrupt_between_units_stops_the_workers_before_it_propagates():
+    """A KeyboardInterrupt raised while the bootstrap handles a finished unit (here: in its progress
+    callback), outside the map itself, still stops the map's workers before it reaches the caller."""
+    import psutil
+
+    others = {p.pid for p in psutil.Process().children()}
+
+    def workers():
+        return [p for p in psutil.Process().children()
+                if p.pid not in others and "resource_tracker" not in " ".join(p.cmdline())
+                and p.status() != psutil.STATUS_ZOMBIE]
+
+    seen = []
+
+    def interrupt(done: int) -> None:
+        seen.extend(workers())
+        raise KeyboardInterrupt
+
+    u = solvers.synthetic_king_tensor(30, 4, seed=1)
+    with pytest.raises(KeyboardInterrupt) as raised:
+        bootstrap_ratings(u, ["ne", "cce"], replicates=400, seed=5, schemes=("prompts",), map_units=process_map(2),
+                          progress=interrupt)
+    assert len(seen) == 2  # the workers were at work when the interrupt came
+    assert workers() == [], "the workers outlived the interrupt"
+    assert raised.value is not None  # its traceback, which holds the bootstrap's frames, is still alive
+
+
 WORKER_AFTER_NUMPY = """
 import os, threading
 import numpy  # loaded before the worker starts, as the eqarena command's module loads it

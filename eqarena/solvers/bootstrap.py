@@ -279,20 +279,22 @@ def bootstrap_ratings(
     watch = _SettleWatch(settling, confidence) if settling and not together else None
     done, finished, stopped = 0, 0, "all replicates"
     results = map_units(solver, units) if units else iter(())
-    for method, scheme, first, r, e, sec in results:
-        collected.setdefault((method, scheme), []).append((first, r, e, sec))
-        finished += 1
-        if finished % per_block:
-            continue
-        done = min(first + chunk, replicates)  # units complete in order: every replicate below is done
-        if progress is not None:
-            progress(done)
-        if watch is not None and done < replicates and watch.settled(done, collected):
-            stopped = f"settled: no bound moved more than {settling.tol:g} of its interval's width"
-            close = getattr(results, "close", None)  # a worker pool's map: stop its workers now
-            if close is not None:
-                close()
-            break
+    try:
+        for method, scheme, first, r, e, sec in results:
+            collected.setdefault((method, scheme), []).append((first, r, e, sec))
+            finished += 1
+            if finished % per_block:
+                continue
+            done = min(first + chunk, replicates)  # units complete in order: every replicate below is done
+            if progress is not None:
+                progress(done)
+            if watch is not None and done < replicates and watch.settled(done, collected):
+                stopped = f"settled: no bound moved more than {settling.tol:g} of its interval's width"
+                break
+    finally:  # settled, or an error or interrupt raised here: a worker pool's map stops its workers now
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
     if stopped != "all replicates":
         collected = {key: [p for p in parts if p[0] < done] for key, parts in collected.items()}
     for m in methods:
