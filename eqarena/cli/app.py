@@ -82,12 +82,16 @@ def main() -> None:
 
 def _leave(exc: BaseException, code: object) -> None:
     """End the process now, without the interpreter's shutdown, when no thread's work is pending
-    (eqarena/orchestration/quick_exit.py). Otherwise free what the error's frames hold, so that the
-    shutdown prints no binding's leak warnings, and return to exit normally, unless a background
-    computation is still running (eqarena/orchestration/background.py)."""
+    (eqarena/orchestration/quick_exit.py). Otherwise return to exit normally, unless a background
+    computation is still running (eqarena/orchestration/background.py). Either way, a failed or
+    interrupted command first frees what its error's frames hold, so that what waits for the garbage
+    collector is done before the exit handlers run, and the shutdown prints no binding's leak warnings."""
+    if code not in (0, None):
+        release_frames(exc)
     if nothing_pending():
         quick_exit(code)
-    release_frames(exc)
+    if code in (0, None):
+        release_frames(exc)
     exit_now_if_busy(code)
 
 
