@@ -12,7 +12,7 @@ import pytest
 
 from eqarena import solvers, warehouse
 from eqarena.options import BootstrapOptions, IngestOptions, RateOptions
-from eqarena.methods import get_method
+from eqarena.methods import RatingMethod, get_method, register, unregister
 from eqarena.solvers.bootstrap import (
     ReplicateSolver,
     Settling,
@@ -21,6 +21,8 @@ from eqarena.solvers.bootstrap import (
     prompt_replicate,
     rank_probabilities,
     solve_king_ratings,
+    twin_groups,
+    twins_agree,
 )
 from eqarena.solvers.games import KING
 from eqarena.solvers.toy_games import simulated_battles
@@ -73,6 +75,51 @@ def test_cce_replicates_started_from_the_full_data_are_the_cold_solves(scheme):
     expected = given["cce"][0][prompt_replicate(16, 3, 2)] if scheme == "prompts" else given["cce"][0]
     np.testing.assert_array_equal(started[0], expected)
 
+
+
+def test_twin_methods_share_a_unit_led_by_the_affinity_method():
+    assert twin_groups(["ne-shannon", "bt", "cce", "ne", "cce-shannon"]) == \
+        [("ne", "ne-shannon"), ("bt",), ("cce", "cce-shannon")]
+    assert twin_groups(["ne", "cce-shannon"]) == [("ne",), ("cce-shannon",)]  # different solvers: no twins
+
+
+def test_twins_agree_only_without_copies_or_clones():
+    r = np.random.default_rng(2).uniform(-1, 1, (12, 4, 4))
+    u = (r - np.swapaxes(r, 1, 2)) / 2
+    assert twins_agree(u)
+    assert not twins_agree(u[[0, 0, *range(1, 12)]])  # a prompt drawn twice: the uniform target counts it
+    cloned = u.copy()
+    cloned[:, :, 3], cloned[:, 3, :] = cloned[:, :, 2], cloned[:, 2, :]  # model 3 a copy of model 2
+    cloned[:, 2, 3] = cloned[:, 3, 2] = cloned[:, 3, 3] = 0.0
+    assert not twins_agree(cloned)
+
+
+@pytest.mark.parametrize("scheme", ["prompts", "judgments"])
+def test_a_twin_is_solved_only_where_its_target_differs(scheme):
+    """A unit of twins solves the uniform twin only on replicates whose prompts repeat (or hold clones):
+    elsewhere it takes the affinity method's solve, and every replicate equals the twin solved alone."""
+    u, battles = _battles(solvers.synthetic_king_tensor(16, 5, seed=6), 2, np.random.default_rng(6))
+    calls = []
+
+    def counted(game, target, **options):
+        calls.append(target)
+        return solvers.nash(game, target=target, **options)
+
+    methods = ["twin-a", "twin-u"]
+    for name, target in zip(methods, ("affinity", "uniform")):
+        register(RatingMethod(name, name, "#000000", "a counted NE", "nash", target, solve=counted, default=False))
+    try:
+        solver = ReplicateSolver(u, 3, battles)
+        _, _, _, solved = solver((tuple(methods), scheme, 0, 6))
+        own = [b for b in range(6) if not twins_agree(solver.game(scheme, b))]
+        assert len(calls) == 6 + len(own)
+        assert (len(own) == 6) if scheme == "prompts" else (own == [])  # every prompt replicate repeats a prompt
+        alone = ReplicateSolver(u, 3, battles)((("twin-u",), scheme, 0, 6))[3][0]
+        np.testing.assert_allclose(solved[1][0], alone[0], atol=1e-9)
+        np.testing.assert_allclose(solved[0][0], ReplicateSolver(u, 3, battles)((("twin-a",), scheme, 0, 6))[3][0][0])
+    finally:
+        for name in methods:
+            unregister(name)
 
 def test_rank_probabilities_share_ties_and_sum_to_one():
     exact = rank_probabilities(np.array([[0.0, 0.0, -1.0], [0.0, -0.5, -0.2]]))

@@ -32,6 +32,12 @@ Shannon variants (uniform target) count copies: their replicate equals the disti
 the prompt target proportional to the copy counts (the ordinary bootstrap of a weighted game). Both
 identities are used to solve the smaller distinct-prompt game (tests/test_bootstrap.py checks them).
 
+Twins. "ne" and "ne-shannon" (and "cce" and "cce-shannon") call one solver with the affinity and the
+uniform target. On a replicate whose prompts are distinct and hold no (near-)clones, the affinity target
+is uniform and the two select the same equilibrium (`twins_agree`, the test the rate flow restates the
+full data's twin on): a unit of replicates holds both methods (`twin_groups`) and solves the second only
+where they differ, which is every prompt replicate and, on data without clones, no judgment replicate.
+
 Intervals: the central `confidence` percentile range of the replicates, widened to hold the full-data
 rating shown beside it (`solvers.intervals`, which says why this construction): under "judgments" a
 cell at +-1 only moves inward, so with unanimous cells the replicates can all sit to one side of it.
@@ -60,6 +66,8 @@ from eqarena.solvers.replicates import (  # noqa: F401  (one replicate's game an
     prompt_replicate,
     replicate_game,
     solve_king_ratings,
+    twin_groups,
+    twins_agree,
 )
 
 TOP_K = (1, 3)
@@ -120,15 +128,16 @@ def summarise(method: str, scheme: str, ratings: np.ndarray, exploitability: np.
 
 # ------------------------------------------------------------------------------------ running them
 
-Unit = tuple[str, str, int, int]  # (method, scheme, first replicate, stop)
-UnitResult = tuple[str, str, int, np.ndarray, np.ndarray, float]
+Unit = tuple[tuple[str, ...], str, int, int]  # (methods solved together: `twin_groups`, scheme, first replicate, stop)
+Solves = tuple[np.ndarray, np.ndarray, float]  # one method's ratings (n, M), exploitability (n,), seconds
+UnitResult = tuple[tuple[str, ...], str, int, list[Solves]]  # a unit and its methods' solves, in its order
 
 
 @dataclass(eq=False)
 class ReplicateSolver:
-    """The full data a bootstrap resamples, and the solve of a unit of replicates: (method, scheme,
-    first, stop) -> (method, scheme, first, ratings (n, M), exploitability (n,), seconds). Picklable, so
-    a caller may hand it to worker processes once and map units over them."""
+    """The full data a bootstrap resamples, and the solve of a unit of replicates: (methods, scheme,
+    first, stop) -> (methods, scheme, first, [(ratings (n, M), exploitability (n,), seconds) per
+    method]). Picklable, so a caller may hand it to worker processes once and map units over them."""
 
     u_king: np.ndarray
     seed: int
@@ -164,17 +173,31 @@ class ReplicateSolver:
         return [prompts, full[1], full[2]]
 
     def __call__(self, unit: Unit) -> UnitResult:
-        method, scheme, first, stop = unit
+        """Solve the unit's replicates by its first method; by a twin after it (`twin_groups`), solve
+        only the replicates where the two disagree (`twins_agree`) and take the first's elsewhere."""
+        methods, scheme, first, stop = unit
         start = time.perf_counter()
+        lead = self._solve(methods[0], scheme, range(first, stop))
+        solved = [(*lead, time.perf_counter() - start)]
+        for twin in methods[1:]:
+            start = time.perf_counter()
+            own = [b for b in range(first, stop) if not twins_agree(self.game(scheme, b))]
+            ratings, expl = lead[0].copy(), lead[1].copy()
+            if own:
+                at = np.asarray(own) - first
+                ratings[at], expl[at] = self._solve(twin, scheme, own)
+            solved.append((ratings, expl, time.perf_counter() - start))
+        return methods, scheme, first, solved
+
+    def _solve(self, method: str, scheme: str, replicates: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """King ratings (n, M) and exploitability (n,) of `method` on each of `replicates`."""
         if self.batch_units and _batchable(method) and get_method(method).concept == "nash":  # CCE: one by one
             from eqarena.solvers.batched_bootstrap import batched_replicates
 
-            ratings, expl, _ = batched_replicates(self, method, scheme, range(first, stop))
-            return method, scheme, first, ratings, expl, time.perf_counter() - start
-        solved = [solve_king_ratings(method, self.game(scheme, b), self.start(method, scheme, b))
-                  for b in range(first, stop)]
-        return (method, scheme, first, np.stack([r for r, _ in solved]), np.asarray([e for _, e in solved]),
-                time.perf_counter() - start)
+            ratings, expl, _ = batched_replicates(self, method, scheme, replicates)
+            return ratings, expl
+        solved = [solve_king_ratings(method, self.game(scheme, b), self.start(method, scheme, b)) for b in replicates]
+        return np.stack([r for r, _ in solved]), np.asarray([e for _, e in solved])
 
 
 def _full_multipliers(method: str, u_king: np.ndarray) -> list[np.ndarray]:
@@ -271,17 +294,18 @@ def bootstrap_ratings(
               for m in methods if get_method(m).warm_starts and (m in known or m not in together)}
     solver = ReplicateSolver(u_king, seed, battles, imputed, batch_units, starts)
     chunk = (settling.every if settling else _BATCH_CHUNK) if batch_units else _CHUNK
-    units = [(m, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk)
-             for s in schemes for m in methods if m not in together]
+    groups = twin_groups([m for m in methods if m not in together])
+    units = [(g, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk) for s in schemes for g in groups]
     collected: dict[tuple[str, str], list] = {}
     fallbacks: dict[tuple[str, str], int] = {}
-    per_block = len(schemes) * len([m for m in methods if m not in together]) or 1  # units per block of replicates
+    per_block = len(schemes) * len(groups) or 1  # units per block of replicates
     watch = _SettleWatch(settling, confidence) if settling and not together else None
     done, finished, stopped = 0, 0, "all replicates"
     results = map_units(solver, units) if units else iter(())
     try:
-        for method, scheme, first, r, e, sec in results:
-            collected.setdefault((method, scheme), []).append((first, r, e, sec))
+        for unit_methods, scheme, first, solved in results:
+            for method, (r, e, sec) in zip(unit_methods, solved):
+                collected.setdefault((method, scheme), []).append((first, r, e, sec))
             finished += 1
             if finished % per_block:
                 continue

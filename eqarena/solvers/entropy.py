@@ -148,6 +148,13 @@ _TARGETS_MEMO: OrderedDict = OrderedDict()
 _TARGETS_MEMO_SIZE = 4
 
 
+def affinity_is_uniform(game: Game, p: float = DEFAULT_P, kernel_variance: float = DEFAULT_KERNEL_VARIANCE) -> bool:
+    """Whether every player's affinity target is the uniform distribution (to 1e-12, relative: far below
+    what moves an equilibrium at the solvers' tolerances). It is when no two actions of a player are
+    (near-)clones (App. B); a solver then selects the same equilibrium from "affinity" as from "uniform"."""
+    return all(np.allclose(t, 1.0 / len(t), rtol=1e-12, atol=0.0) for t in affinity_targets(game, p, kernel_variance))
+
+
 def affinity_target_value(
     game: Game,
     player: int,

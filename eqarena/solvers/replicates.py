@@ -9,7 +9,7 @@ Replicate b of a scheme depends only on (seed, scheme, b).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -90,15 +90,51 @@ def _distinct_game(method: str, u_king: np.ndarray) -> tuple[np.ndarray, object,
     target = get_method(method).target
     if target not in ("affinity", "uniform"):
         return u_king, target, np.arange(len(u_king))
-    keys = np.ascontiguousarray(u_king.reshape(len(u_king), -1))
-    _, first, counts = np.unique(keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel(),
-                                 return_index=True, return_counts=True)
-    order = np.argsort(first)
-    rows, counts = first[order], counts[order]
+    rows, counts = _distinct_prompts(u_king)
     if target == "affinity":
         return u_king[rows], "affinity", rows
     m = u_king.shape[1]
     return u_king[rows], [counts / counts.sum(), np.full(m, 1.0 / m), np.full(m, 1.0 / m)], rows
+
+
+def _distinct_prompts(u_king: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first index of each distinct prompt slice of u_king, in order, and its number of copies."""
+    keys = np.ascontiguousarray(u_king.reshape(len(u_king), -1))
+    _, first, counts = np.unique(keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel(),
+                                 return_index=True, return_counts=True)
+    order = np.argsort(first)
+    return first[order], counts[order]
+
+
+def twin_groups(methods: Sequence[str]) -> list[tuple[str, ...]]:
+    """`methods` in their order, each grouped with its twin if it is there: the equilibrium method with
+    the same solver and the other of the "affinity" and "uniform" targets (ne and ne-shannon, cce and
+    cce-shannon), the affinity one first. On a replicate where `twins_agree`, one solve serves both."""
+    groups: list[tuple[str, ...]] = []
+    placed: set[str] = set()
+    for name in methods:
+        if name in placed:
+            continue
+        twin = next((o for o in methods if o not in placed and o != name and _twins(name, o)), None)
+        group = (name,) if twin is None else tuple(sorted((name, twin), key=lambda n: get_method(n).target != "affinity"))
+        placed.update(group)
+        groups.append(group)
+    return groups
+
+
+def _twins(a: str, b: str) -> bool:
+    first, second = get_method(a), get_method(b)
+    return first.is_equilibrium and first.solve == second.solve and {first.target, second.target} == {"affinity", "uniform"}
+
+
+def twins_agree(u_king: np.ndarray) -> bool:
+    """Whether a solver selects the same equilibrium of the replicate u_king (P, M, M) from the
+    "affinity" target as from the "uniform" one: its prompts are distinct (else the uniform target
+    weights copies, `replicate_game`) and no two actions of a player are (near-)clones
+    (`entropy.affinity_is_uniform`). The rate flow restates the full data's twin on the same test."""
+    from eqarena.solvers.entropy import affinity_is_uniform
+
+    return len(_distinct_prompts(u_king)[0]) == len(u_king) and affinity_is_uniform(koth_game(u_king))
 
 
 def solve_king_ratings(method: str, u_king: np.ndarray, start=None) -> tuple[np.ndarray, float]:

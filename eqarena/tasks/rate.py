@@ -149,15 +149,15 @@ def solved_twin(tensor: PayoffTensor, name: str, solved: list[Solved]) -> Solved
 
 
 def _same_targets(game, a: str, b: str) -> bool:
-    """Whether selection targets `a` and `b` resolve to the same distributions on `game` (to 1e-12,
-    relative: far below what moves an equilibrium at the solvers' tolerances)."""
+    """Whether selection targets `a` and `b` resolve to the same distributions on `game`
+    (`solvers.entropy.affinity_is_uniform`)."""
     if a == b:
         return True
     if {a, b} != {"affinity", "uniform"}:
         return False
-    from eqarena.solvers.entropy import affinity_targets
+    from eqarena.solvers.entropy import affinity_is_uniform
 
-    return all(np.allclose(t, 1.0 / len(t), rtol=1e-12, atol=0.0) for t in affinity_targets(game))
+    return affinity_is_uniform(game)
 
 
 def _restated(twin: Solved, method: RatingMethod) -> Solved:
