@@ -4,7 +4,8 @@ A spawned worker imports the command's entry point (eqarena.cli, about 1 s) befo
 initializer, so a kill -9 of the command in that second would leave it running until its imports end.
 `tie_if_spawned_worker()` runs first thing when the `eqarena` package is imported in a child process
 whose parent set WORKER_OF_ENV (`expect_workers()`): on Linux it asks the kernel for SIGKILL when
-the parent dies (`prctl(PR_SET_PDEATHSIG)`). Standard library only.
+the parent dies (`prctl(PR_SET_PDEATHSIG)`), and it ignores SIGINT, which a Ctrl-C at the terminal sends
+to the workers too: the command stops them itself. Standard library only.
 """
 
 from __future__ import annotations
@@ -29,5 +30,10 @@ def tie_if_spawned_worker() -> None:
     parent that died before this is caught by the pool's initializer (tasks/parallel.py), which checks
     the parent pid again. (A spawned child runs with the parent's sys.argv, so argv cannot tell.)"""
     parent = os.environ.get(WORKER_OF_ENV)
-    if parent and str(os.getppid()) == parent and sys.platform.startswith("linux"):
+    if not parent or str(os.getppid()) != parent:
+        return
+    # Ctrl-C at a terminal reaches the whole process group: the command stops its workers itself
+    # (SIGTERM), so a worker ignores it instead of printing a KeyboardInterrupt traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

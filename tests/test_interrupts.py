@@ -98,3 +98,45 @@ def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(wareh
     with duckdb.connect(str(warehouse), read_only=True) as con:
         kinds = {k for (k,) in con.execute("SELECT kind FROM runs WHERE kind IN ('rate', 'clones', 'risk')").fetchall()}
     assert not kinds
+
+
+def _workers_importing(process: subprocess.Popen, timeout: float = 240) -> list[psutil.Process]:
+    """The command's two worker processes while they still import (started ahead of the bootstrap)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read()
+        children = psutil.Process(process.pid).children(recursive=True)
+        workers = [c for c in children if "resource_tracker" not in " ".join(_cmdline(c))]
+        if len(workers) == 2:
+            time.sleep(0.3)  # into their imports
+            return children
+        time.sleep(0.02)
+    pytest.fail("the main job never started its worker processes")
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
+@pytest.mark.parametrize("moment", ["workers importing", "bootstrap"])
+def test_ctrl_c_at_a_terminal_stops_the_main_job_quietly(warehouse, moment):
+    """Ctrl-C at a terminal sends SIGINT to the whole process group, workers included: the command still
+    exits 130 with nothing on stderr from any process (no worker's KeyboardInterrupt traceback), and no
+    process of the group keeps running."""
+    run = subprocess.Popen([str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
+                           env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        children = _workers_importing(run) if moment == "workers importing" else _workers_started(run)
+        os.killpg(run.pid, signal.SIGINT)
+        assert run.wait(timeout=10) == 130
+        psutil.wait_procs(children, timeout=2.0)
+        assert not [p.pid for p in children if _running(p)]
+        stderr = run.stderr.read()
+        assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)

@@ -72,3 +72,49 @@ def test_a_profiled_command_keeps_the_normal_exit_and_its_profile(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Usage" in done.stdout and profile.stat().st_size > 0
+
+
+INTERRUPTED_QUERY = """
+import threading
+import duckdb
+from eqarena.cli import app as cli
+
+@cli.app.command("long-query")
+def long_query() -> None:
+    con = duckdb.connect()
+    threading.Timer(0.3, con.interrupt).start()  # as DuckDB stops a query on SIGINT, raising its own error
+    con.execute("SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3").fetchall()
+
+cli.main()
+"""
+
+
+def test_a_command_whose_query_is_interrupted_exits_as_interrupted():
+    """DuckDB turns an interrupt during a query into its own error: the command exits 130, quietly, as
+    for a KeyboardInterrupt, not with the traceback of an unexpected error."""
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_QUERY, "long-query"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_interrupted_query_tells_duckdb_interrupts_from_other_errors():
+    import threading
+
+    import duckdb
+
+    from eqarena.warehouse.connection import interrupted_query
+
+    con = duckdb.connect()
+    threading.Timer(0.3, con.interrupt).start()
+    with pytest.raises(duckdb.Error) as stopped:
+        con.execute("SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3").fetchall()
+    assert interrupted_query(stopped.value)
+    try:
+        raise RuntimeError("while cleaning up") from stopped.value
+    except RuntimeError as behind:
+        assert interrupted_query(behind)  # an interrupt behind a later error
+    with pytest.raises(duckdb.Error) as failed:
+        con.execute("SELEC 1")
+    assert not interrupted_query(failed.value)
+    assert not interrupted_query(RuntimeError("Query failed"))

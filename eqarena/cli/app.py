@@ -67,15 +67,18 @@ def main() -> None:
     """Console-script entry point. SIGINT and SIGTERM interrupt the command (KeyboardInterrupt), so
     its worker processes are stopped and nothing partial is written, even when it was started in the
     background with SIGINT ignored."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _interrupted)
     signal.signal(signal.SIGTERM, _interrupted)
     try:
         app()
     except SystemExit as exc:  # how every command ends: done, an `error:` line, or interrupted (130)
         _leave(exc, exc.code)
         raise
-    except BaseException as exc:  # an unexpected error: its traceback, then nothing else
-        traceback.print_exc()
+    except BaseException as exc:
+        if _SIGNALLED or _interrupted_query(exc):  # an interrupt that a library turned into its own error
+            _leave(exc, INTERRUPTED)
+            sys.exit(INTERRUPTED)
+        traceback.print_exc()  # an unexpected error: its traceback, then nothing else
         _leave(exc, 1)
         sys.exit(1)
 
@@ -95,8 +98,19 @@ def _leave(exc: BaseException, code: object) -> None:
     exit_now_if_busy(code)
 
 
+INTERRUPTED = 130  # the exit code of an interrupted command (as Typer gives a KeyboardInterrupt)
+_SIGNALLED: list[str] = []  # the stopping signals received
+
+
+def _interrupted_query(exc: BaseException) -> bool:
+    from eqarena.warehouse.connection import interrupted_query  # DuckDB: not imported before a command needs it
+
+    return interrupted_query(exc)
+
+
 def _interrupted(signum, frame) -> None:
-    raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+    _SIGNALLED.append(signal.Signals(signum).name)
+    raise KeyboardInterrupt(f"stopped by {_SIGNALLED[-1]}")
 
 
 if __name__ == "__main__":

@@ -149,6 +149,14 @@ def unusable_warehouse(exc: BaseException, db_path: Path | str | None = None) ->
     return None
 
 
+def interrupted_query(exc: BaseException) -> bool:
+    """Whether `exc` (or an error behind it) is DuckDB's report of a query stopped by SIGINT: DuckDB
+    catches the signal itself while a query runs and raises this error instead of KeyboardInterrupt."""
+    return any(isinstance(error, duckdb.InterruptException)
+               or (isinstance(error, RuntimeError) and str(error) == "Query interrupted")
+               for error in exception_chain(exc))
+
+
 def _damage(exc: duckdb.Error, db_path: Path | str | None) -> WarehouseUnusableError | None:
     lowered = str(exc).lower()
     for words, meaning in _DAMAGE:
