@@ -256,6 +256,36 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
 
 
 @pytest.mark.integration  # worker processes
+def test_kept_workers_outlive_their_map_skip_units_not_begun_and_stop_with_the_block():
+    """Inside `kept_workers` a map's pool stays up after it (for the main job's report figures): after a
+    map that ran to its end, and after one its caller stopped early, whose units no worker had begun
+    are then skipped. Every pool kept is stopped when the block ends."""
+    import psutil
+
+    from eqarena.tasks.parallel import _solve_in_worker, kept_workers
+
+    u = solvers.synthetic_king_tensor(30, 4, seed=1)
+    solver = ReplicateSolver(u, 5)
+    units = [(("cce",), "prompts", b, b + 2) for b in range(0, 12, 2)]
+    with kept_workers() as idle:
+        assert idle() is None
+        whole = list(process_map(2)(solver, units))
+        first = idle()
+        assert first is not None and first.submit(int, "7").result(timeout=60) == 7
+        stopped = process_map(2)(solver, units)
+        np.testing.assert_array_equal(next(stopped)[3][0][0], whole[0][3][0][0])
+        stopped.close()  # as bootstrap_ratings does once the intervals settle
+        second = idle()
+        assert second is not None and second is not first
+        assert second.submit(_solve_in_worker, units[-1]).result(timeout=60) is None  # skipped
+        assert first.submit(_solve_in_worker, units[-1]).result(timeout=60) is not None  # its map ended normally
+        processes = [psutil.Process(p) for pool in (first, second) for p in pool._processes]
+    assert len(processes) == 4
+    psutil.wait_procs(processes, timeout=10)
+    assert not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.integration  # worker processes
 def test_an_interrupt_between_units_stops_the_workers_before_it_propagates():
     """A KeyboardInterrupt raised while the bootstrap handles a finished unit (here: in its progress
     callback), outside the map itself, still stops the map's workers before it reaches the caller."""
@@ -288,7 +318,7 @@ import os, threading
 import numpy  # loaded before the worker starts, as the eqarena command's module loads it
 import threadpoolctl
 from eqarena.tasks.parallel import _start_worker
-_start_worker(os.getppid(), threading.Barrier(1))
+_start_worker(os.getppid(), threading.Barrier(1), threading.Event())
 import scipy.linalg  # loaded after
 print(sorted({lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}))
 """

@@ -4,6 +4,9 @@ missing column fails here (the readers build their row types by column name), in
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import fields
 
 import matplotlib.pyplot as plt
@@ -65,6 +68,45 @@ def test_the_report_renders_every_section_from_the_readers(rated):
     bt = [r for r in data.ratings if r.method == "bt" and r.player == "king"]
     assert len(bt) == len(MODELS) and all(r.ci_lo <= r.ci_hi for r in bt)
     assert f"{bt[0].rating:.3f}" in html  # the model-rating section lists BT with its interval
+
+
+def _cpu_seconds() -> float:
+    """Run in a helper process: the CPU time it has used."""
+    times = os.times()
+    return times.user + times.system
+
+
+@pytest.mark.integration  # a helper process
+def test_figures_drawn_by_a_helper_process_give_the_same_page(rated):
+    """`render_html(data, pool)`: the pool's process draws figures while this one assembles the page and
+    draws the ones it has not started; the page is byte for byte the one drawn here alone."""
+    db, run_id = rated
+    data = load_report_data.fn(db, run_id)
+    alone = render_html(data)
+    assert alone.count("data:image/png;base64,") >= 5 and "@@eqarena-figure" not in alone
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        before = pool.submit(_cpu_seconds).result(timeout=120)
+        assert render_html(data, pool) == alone
+        assert pool.submit(_cpu_seconds).result(timeout=120) - before > 0.05  # it did draw some
+    finally:
+        pool.shutdown()
+
+
+@pytest.mark.integration  # a helper process, killed
+def test_figures_of_a_broken_helper_pool_are_drawn_here(rated):
+    db, run_id = rated
+    data = load_report_data.fn(db, run_id)
+    alone = render_html(data)
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        pool.submit(int).result(timeout=120)
+        (helper,) = pool._processes.values()
+        helper.kill()
+        helper.join(timeout=10)
+        assert render_html(data, pool) == alone
+    finally:
+        pool.shutdown()
 
 
 def _displayed_px(fig, points: float) -> float:

@@ -12,10 +12,10 @@ after the plan is printed and its cost confirmed.
 
 from __future__ import annotations
 
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from eqarena import options as opts
 from eqarena.methods import parse_methods
@@ -29,7 +29,7 @@ from eqarena.pipelines.rate import SolvedRun, rate
 from eqarena.pipelines.report import report
 from eqarena.tasks.analysis_io import best_king, king_rows, unwritten_marginals, unwritten_rate_game
 from eqarena.tasks.main_job import check_judge_plan, is_recorded_judge, main_job_judge
-from eqarena.tasks.parallel import prewarm_workers, release_prewarmed
+from eqarena.tasks.parallel import kept_workers, prewarm_workers, release_prewarmed
 from eqarena.tasks.rate import planned_bootstrap_workers
 from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
@@ -112,12 +112,14 @@ def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) 
     if is_recorded_judge(options.judge):  # no judging to wait for: the bootstrap's workers start now,
         prewarm_workers(planned_bootstrap_workers(options.rate))  # while ingest and rate prepare
     try:
-        return _main_job(options, db)
+        # The bootstrap's workers, idle once it ends, then draw the report's figures beside this process.
+        with kept_workers() as idle_workers:
+            return _main_job(options, db, idle_workers)
     finally:
         release_prewarmed()
 
 
-def _main_job(options: MainJobOptions, db: str | None) -> RunSummary:
+def _main_job(options: MainJobOptions, db: str | None, idle_workers: Callable[[], Executor | None]) -> RunSummary:
     with RunLog(db, "run", as_parameters(options), start=False) as log:
         with log.timed("ingest"):
             dataset = ingest(IngestOptions(source=options.source), db).dataset
@@ -136,7 +138,8 @@ def _main_job(options: MainJobOptions, db: str | None) -> RunSummary:
             summaries = run_analyses(options.analyses, rated.run_id, parse_methods(options.rate.methods), db,
                                      computed=computed)
         with log.timed("report"), stage("writing the report"):
-            report_path = Path(report(rated.run_id, options.out_dir, db)).resolve()
+            drawing = None if in_flow_run() else idle_workers()
+            report_path = Path(report(rated.run_id, options.out_dir, db, drawing)).resolve()
         parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rated.run_id}
         log.finish(parameters=parameters, message=f"ratings in run {rated.run_id}; report {report_path}")
     return RunSummary(run_id=log.run_id, rate_run_id=rated.run_id, db_path=warehouse_path(db),

@@ -11,7 +11,8 @@ import polars as pl
 
 from eqarena.messages import ordinal
 from eqarena.methods import ordered
-from eqarena.report import analysis_figures, figures
+from eqarena.report import analysis_figures
+from eqarena.report.drawing import figure_uri
 from eqarena.report import html as page
 from eqarena.warehouse import analyses as store
 
@@ -79,7 +80,7 @@ def clones_section(report: CloneReport, models: list[str]) -> str:
             present = [m for m in models if m in wide.columns]
             ranks[(variant, method)] = (wide["n_clones"].to_numpy(), wide.select(present).to_numpy())
     shown = [m for m in models if m in set(rows["model_id"].to_list())]
-    fig = page.figure(figures.data_uri(analysis_figures.clone_ranks(methods, variants, shown, report.target, ranks)),
+    fig = page.figure(figure_uri(analysis_figures.clone_ranks, methods, variants, shown, report.target, ranks),
                       "clone-ranks", f"Model ranks as copies of prompts adversarial to {report.target} are added")
     verdicts = "".join(f"<li>{page.escape(report.verdicts[m])}</li>" for m in methods if m in report.verdicts)
     target_rows = rows.filter(pl.col("model_id") == report.target)
@@ -118,8 +119,8 @@ def risk_section(report: RiskReport) -> str:
     uniform = rows.select("prompt_uniform", "king_uniform", "rebel_uniform").to_numpy()
     updated = rows.select("prompt_updated", "king_updated", "rebel_updated").to_numpy()
     selected = int(np.flatnonzero(rows["is_selected"].to_numpy())[0])
-    fig = page.figure(figures.data_uri(analysis_figures.risk_panels(report.models, report.king_ratings, uniform,
-                                                                    updated, selected)),
+    fig = page.figure(figure_uri(analysis_figures.risk_panels, report.models, report.king_ratings, uniform,
+                                 updated, selected),
                       "risk", "Ratings and expected payoffs of every equilibrium found (paper Figure 11)")
     listed = rows.sort("rank_updated").head(RISK_ROWS_LISTED)
     if not listed["is_selected"].any():

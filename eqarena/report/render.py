@@ -5,6 +5,7 @@ diagnostics and raw tables folded away. Static figures are PNG data URIs, intera
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from datetime import datetime
 
 from eqarena import methods as methods_registry
@@ -12,6 +13,7 @@ from eqarena.report import html as page
 from eqarena.report import interactive
 from eqarena.report.analyses import CLONES_TITLE, RISK_TITLE, clones_section, risk_section
 from eqarena.report.data import ReportData
+from eqarena.report.drawing import drawn_by
 from eqarena.report.layout import CSS, MAIN_SECTIONS, OPTIONAL_SECTIONS
 from eqarena.report.sections_categories import categories_section
 from eqarena.report.sections_answer import ratings_section, verdict_panel
@@ -24,8 +26,14 @@ from eqarena.report.sections_folded import (
 )
 
 
-def render_html(d: ReportData) -> str:
-    """The whole report as one self-contained HTML string (module docstring)."""
+def render_html(d: ReportData, pool: Executor | None = None) -> str:
+    """The whole report as one self-contained HTML string (module docstring); its static figures are
+    drawn by `pool`'s processes while the rest is assembled, if given (`drawing.drawn_by`)."""
+    with drawn_by(pool) as fill:
+        return fill(_page(d))
+
+
+def _page(d: ReportData) -> str:
     methods = methods_registry.ordered({r.method for r in d.ratings})
     eq_methods = [m for m in methods if any(e.method == m for e in d.equilibria)]
     run, params = d.run, d.run.parameters

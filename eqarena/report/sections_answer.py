@@ -12,6 +12,7 @@ from eqarena.report import html as page
 from eqarena.report.analysis_headlines import report_headlines
 from eqarena.report.data import BATTLES, ReportData, king_frame
 from eqarena.report.diagnosis_panel import diagnosis_html
+from eqarena.report.drawing import figure_uri
 from eqarena.report.layout import section
 from eqarena.report.verdict import headline_method, verdict
 
@@ -66,7 +67,7 @@ def ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) ->
         "dots over prompts, squares over judgments)")
     probs = _rank_probabilities(d, eq_methods, models)
     if probs:
-        body += page.figure(figures.data_uri(figures.rank_probability_heatmaps(models, probs)),
+        body += page.figure(figure_uri(figures.rank_probability_heatmaps, models, probs),
                             "rank-probabilities", "Probability of each rank, bootstrap over prompts")
     return section("ratings", body)
 

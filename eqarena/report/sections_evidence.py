@@ -8,6 +8,7 @@ import numpy as np
 from eqarena.report import figures, interactive
 from eqarena.report import html as page
 from eqarena.report.data import ReportData, by
+from eqarena.report.drawing import figure_uri
 from eqarena.report.layout import section
 
 
@@ -29,7 +30,7 @@ def support_section(d: ReportData, eq_methods: list[str]) -> str:
     plot = interactive.figure(
         interactive.prompt_support(prompts, {m: marg[m]["prompt"] for m in eq_methods}, d.prompt_texts),
         "prompt-support", "The prompts each equilibrium plays, largest mass first (hover for the prompt's text)")
-    fig = page.figure(figures.data_uri(figures.model_marginals(d.models, {m: marg[m] for m in eq_methods})),
+    fig = page.figure(figure_uri(figures.model_marginals, d.models, {m: marg[m] for m in eq_methods}),
                       "support", "Equilibrium marginals over the models, as king and as rebel (models with mass)")
     return section("support", table + plot + fig)
 
@@ -66,7 +67,7 @@ def contributions_section(d: ReportData, eq_methods: list[str]) -> str:
     cell = by(rows, "method", "king", "rebel_family")
     deltas = {m: np.array([[cell[(m, k, f)].delta if (m, k, f) in cell else 0.0 for f in families]
                            for k in kings]) for m in eq_methods}
-    fig = page.figure(figures.data_uri(figures.contribution_heatmaps(kings, families, deltas)), "contributions",
+    fig = page.figure(figure_uri(figures.contribution_heatmaps, kings, families, deltas), "contributions",
                   "delta(king, rebel family): each row sums to the king model's rating")
     first = eq_methods[0]
     table = page.table(["king \\ rebel family (" + first + ")"] + families + ["sum = rating"],

@@ -8,6 +8,7 @@ import numpy as np
 from eqarena.report import figures
 from eqarena.report import html as page
 from eqarena.report.data import BATTLES, ReportData, by
+from eqarena.report.drawing import figure_uri
 from eqarena.report.layout import section
 
 
@@ -26,7 +27,7 @@ def model_ratings_section(d: ReportData, methods: list[str]) -> str:
             "0 for every model in the equilibrium's support, negative for the others. ne / cce select the "
             "equilibrium by the clone-invariant affinity entropy, *-shannon by the uniform target; bt is "
             "Bradley-Terry on the judged battles. Mean payoff: mean u_king over prompts and opponents.</p>")
-    fig = page.figure(figures.data_uri(figures.rank_comparison(d.models, ranks)), "rank-comparison",
+    fig = page.figure(figure_uri(figures.rank_comparison, d.models, ranks), "rank-comparison",
                   "Model ranks per method, side by side")
     return section("model-ratings", note + page.table(header, rows) + fig)
 
@@ -74,8 +75,9 @@ def diagnostics_section(d: ReportData, eq_methods: list[str]) -> str:
     stage = page.table(["stage", "seconds"], [[k, float(v)] for k, v in timings.items()])
     body = table + stage
     if methods:
-        body += page.figure(figures.data_uri(figures.solver_diagnostics(
-            methods, [eqs[m].exploitability for m in methods], [eqs[m].seconds or 0.0 for m in methods])),
+        body += page.figure(figure_uri(
+            figures.solver_diagnostics, methods, [eqs[m].exploitability for m in methods],
+            [eqs[m].seconds or 0.0 for m in methods]),
             "diagnostics", "Exploitability (log scale) and solve time per equilibrium")
     return section("diagnostics", body)
 
@@ -97,7 +99,7 @@ def coverage_section(d: ReportData) -> str:
     if dropped:
         drop_table = page.table(["dropped", "name", "missing cells"],
                             [[r.player, r.action, r.missing_cells] for r in dropped], name_columns=2)
-    fig = page.figure(figures.data_uri(figures.coverage_heatmap(models, fraction)), "coverage",
+    fig = page.figure(figure_uri(figures.coverage_heatmap, models, fraction), "coverage",
                   "Share of prompts on which each model pair was judged in both orders")
     return section("coverage", inputs + drop_note + drop_table + _imputation_table(d) + fig)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from contextlib import closing
 from pathlib import Path
 
@@ -72,10 +73,11 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
 
 
 @step("write_report")
-def write_report(data: ReportData, out_dir: str | Path) -> Path:
-    """Write `eqarena-<run_id>.html` into `out_dir` (created if needed); returns its path."""
+def write_report(data: ReportData, out_dir: str | Path, drawing: Executor | None = None) -> Path:
+    """Write `eqarena-<run_id>.html` into `out_dir` (created if needed); returns its path. `drawing`:
+    helper processes that draw figures too (`report.drawing`)."""
     path = report_dir(out_dir) / f"eqarena-{data.run.run_id}.html"
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render_html(data), encoding="utf-8")
+    tmp.write_text(render_html(data, drawing), encoding="utf-8")
     tmp.replace(path)
     return path
