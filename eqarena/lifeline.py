@@ -5,7 +5,8 @@ initializer, so a kill -9 of the command in that second would leave it running u
 `tie_if_spawned_worker()` runs first thing when the `eqarena` package is imported in a child process
 whose parent set WORKER_OF_ENV (`expect_workers()`): on Linux it asks the kernel for SIGKILL when
 the parent dies (`prctl(PR_SET_PDEATHSIG)`), and it ignores SIGINT, which a Ctrl-C at the terminal sends
-to the workers too: the command stops them itself. Standard library only.
+to the workers too: the command stops them itself. Workers start with SIGINT blocked
+(`holding_interrupts`), so one that comes before that import waits and is dropped. Standard library only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 WORKER_OF_ENV = "EQARENA_WORKER_OF"  # the pid whose spawned workers tie their life to it
 PR_SET_PDEATHSIG = 1
@@ -22,6 +25,25 @@ PR_SET_PDEATHSIG = 1
 def expect_workers() -> None:
     """Called by a command before it spawns workers: they inherit the variable and tie themselves to it."""
     os.environ[WORKER_OF_ENV] = str(os.getpid())
+
+
+@contextmanager
+def holding_interrupts() -> Iterator[None]:
+    """Start worker processes inside this block: SIGINT is blocked in this thread meanwhile, and a process
+    started here inherits the mask. A Ctrl-C that reaches a worker before its first import of `eqarena`
+    (the interpreter's own start) then waits instead of killing it with a traceback, and is dropped when
+    `tie_if_spawned_worker` ignores SIGINT. This process takes a SIGINT of the block at its end."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # started later, it would unblock SIGINT here (it does so after its own start)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def tie_if_spawned_worker() -> None:
@@ -34,6 +56,9 @@ def tie_if_spawned_worker() -> None:
         return
     # Ctrl-C at a terminal reaches the whole process group: the command stops its workers itself
     # (SIGTERM), so a worker ignores it instead of printing a KeyboardInterrupt traceback of its own.
+    # One that came earlier, while the interpreter started, is pending (`holding_interrupts`): dropped now.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

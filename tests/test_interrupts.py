@@ -140,3 +140,65 @@ def test_ctrl_c_at_a_terminal_stops_the_main_job_quietly(warehouse, moment):
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
+
+
+STARTING_WORKER = """
+import time
+time.sleep(1.0)  # a worker's interpreter still starting, before its first import of eqarena
+import signal
+import eqarena
+print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set()), signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+"""
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_a_ctrl_c_before_a_workers_first_import_waits_and_is_dropped(held):
+    """A worker started inside `holding_interrupts` inherits SIGINT blocked: a SIGINT sent while its
+    interpreter starts waits, and is dropped once `eqarena` is imported (SIGINT then ignored, unblocked).
+    Started outside it, the same SIGINT kills the worker with a KeyboardInterrupt traceback."""
+    from eqarena.lifeline import WORKER_OF_ENV, expect_workers, holding_interrupts
+
+    expect_workers()
+    try:
+        if held:
+            with holding_interrupts():
+                worker = subprocess.Popen([sys.executable, "-c", STARTING_WORKER], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+        else:
+            worker = subprocess.Popen([sys.executable, "-c", STARTING_WORKER], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        worker.send_signal(signal.SIGINT)
+        out, err = worker.communicate(timeout=120)
+    finally:
+        os.environ.pop(WORKER_OF_ENV, None)
+    if held:
+        assert (worker.returncode, err) == (0, ""), err
+        assert out.split() == ["False", "True"]  # unblocked, and ignored
+    else:
+        assert worker.returncode != 0 and "KeyboardInterrupt" in err
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # this process's mask is back
+
+
+SPAWNED_IN_THE_BLOCK = """
+import concurrent.futures, multiprocessing, signal
+def blocked():
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+if __name__ == "__main__":
+    from eqarena.lifeline import holding_interrupts
+    with holding_interrupts():  # the first spawn of this process: multiprocessing starts its resource tracker
+        pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        pool.submit(int).result()
+    print(pool.submit(blocked).result(), blocked())
+    pool.shutdown()
+"""
+
+
+def test_a_spawned_worker_inherits_sigint_blocked_even_when_it_is_the_first(tmp_path):
+    """multiprocessing's resource tracker unblocks SIGINT in the thread that starts it: `holding_interrupts`
+    starts it first, so the process's first spawned worker still starts with SIGINT blocked."""
+    script = tmp_path / "spawn_first.py"
+    script.write_text(SPAWNED_IN_THE_BLOCK)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False"]  # blocked in the worker; unblocked again in the parent

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from eqarena.lifeline import expect_workers
+from eqarena.lifeline import expect_workers, holding_interrupts
 
 if TYPE_CHECKING:  # imported by the worker only after it has tied its life to the parent's
     from eqarena.solvers.bootstrap import ReplicateSolver, Unit, UnitMap, UnitResult
@@ -84,8 +84,9 @@ class _Workers:
         self.pool = concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=context, initializer=_start_worker,
             initargs=(os.getpid(), context.Barrier(workers), self.stopped))
-        for _ in range(workers):  # a spawning executor starts a process per submit while none is idle:
-            self.pool.submit(int)   # back to back, before any has started, these start all of them
+        with holding_interrupts():  # a Ctrl-C before a worker's first import must not kill it with a traceback
+            for _ in range(workers):  # a spawning executor starts a process per submit while none is idle:
+                self.pool.submit(int)   # back to back, before any has started, these start all of them
 
     def install(self, solver: ReplicateSolver) -> None:
         """Hand `solver` to every worker (pickled once)."""
