@@ -113,9 +113,15 @@ def three_line_table(path: Path) -> Path:
 # ------------------------------------------------------------------------------------------ running
 
 def run(command: list[str], timeout: float, cwd: Path, env: dict) -> Measured:
-    """Wall seconds and peak RSS of one process (os.wait4 reports the child's own peak)."""
+    """Wall seconds and peak RSS of one process (os.wait4 reports the child's own peak). Its output goes to
+    a temporary file (a pipe nobody reads until the end would stop a command that prints a lot)."""
+    with tempfile.TemporaryFile() as output:
+        return _run(command, timeout, cwd, env, output)
+
+
+def _run(command: list[str], timeout: float, cwd: Path, env: dict, output) -> Measured:
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT,
                                start_new_session=True)
     deadline = start + timeout
     while True:
@@ -128,9 +134,10 @@ def run(command: list[str], timeout: float, cwd: Path, env: dict) -> Measured:
             return Measured(time.perf_counter() - start, usage.ru_maxrss / 1024, False, "timeout")
         time.sleep(0.05)
     seconds = time.perf_counter() - start
-    output = process.stdout.read().decode(errors="replace") if process.stdout else ""
     ok = os.waitstatus_to_exitcode(status) == 0
-    return Measured(seconds, usage.ru_maxrss / 1024, ok, "" if ok else output.strip().splitlines()[-1][:120])
+    output.seek(0)
+    lines = output.read().decode(errors="replace").strip().splitlines()
+    return Measured(seconds, usage.ru_maxrss / 1024, ok, "" if ok else (lines[-1][:120] if lines else "no output"))
 
 
 # As `eqarena rate` runs it: two worker processes (a batched solve where the version has one and JAX
