@@ -256,10 +256,10 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
 
 
 @pytest.mark.integration  # worker processes
-def test_kept_workers_outlive_their_map_and_stop_with_the_block():
+def test_kept_workers_outlive_their_map_skip_units_not_begun_and_stop_with_the_block():
     """Inside `kept_workers` a map's pool stays up after it (for the main job's report figures): after a
-    map that ran to its end, and after one its caller stopped early. Every pool kept is stopped when the
-    block ends."""
+    map that ran to its end, and after one its caller stopped early, whose units no worker had begun
+    are then skipped. Every pool kept is stopped when the block ends."""
     import psutil
 
     from eqarena.tasks.parallel import _solve_in_worker, kept_workers
@@ -277,7 +277,8 @@ def test_kept_workers_outlive_their_map_and_stop_with_the_block():
         stopped.close()  # as bootstrap_ratings does once the intervals settle
         second = idle()
         assert second is not None and second is not first
-        again = second.submit(_solve_in_worker, units[-1]).result(timeout=120)  # still solves
+        assert second.submit(_solve_in_worker, units[-1]).result(timeout=60) is None  # skipped
+        again = first.submit(_solve_in_worker, units[-1]).result(timeout=120)  # its map ended normally
         np.testing.assert_array_equal(again[3][0][0], whole[-1][3][0][0])
         processes = [psutil.Process(p) for pool in (first, second) for p in pool._processes]
     assert len(processes) == 4
@@ -314,11 +315,11 @@ def test_an_interrupt_between_units_stops_the_workers_before_it_propagates():
 
 
 WORKER_AFTER_NUMPY = """
-import os, threading
+import multiprocessing, os, threading
 import numpy  # loaded before the worker starts, as the eqarena command's module loads it
 import threadpoolctl
 from eqarena.tasks.parallel import _start_worker
-_start_worker(os.getppid(), threading.Barrier(1))
+_start_worker(os.getppid(), threading.Barrier(1), multiprocessing.RawValue("b", 0))
 import scipy.linalg  # loaded after
 print(sorted({lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}))
 """

@@ -5,8 +5,8 @@ replicate solver (the full data) to each worker once and maps the units of repli
 workers. `prewarm_workers` starts the processes ahead of the bootstrap, while the command still
 assembles and solves the full data. Each worker runs single-threaded (XLA's and BLAS's own thread
 pools would only contend with the other workers); it is set up here, in the worker's entry point,
-never on import. Inside `kept_workers` a map's pool stays up after it for other work (the main job's
-report figures).
+never on import. A map the caller stops early (the intervals settled) skips the units no worker has
+begun; inside `kept_workers` its pool then stays up for other work (the main job's report figures).
 
 Workers never outlive the command: on Linux each asks the kernel for SIGKILL when its parent dies
 (`prctl(PR_SET_PDEATHSIG)`), so a SIGTERM or kill -9 of the command takes them along, and an
@@ -33,13 +33,14 @@ if TYPE_CHECKING:  # imported by the worker only after it has tied its life to t
 
 _WORKER_SOLVER: list = []  # the solver of this worker process (set by _install_solver)
 _WORKER_BARRIER: list = []  # the pool's barrier: each worker takes exactly one solver (set by _start_worker)
+_WORKER_STOPPED: list = []  # the pool's flag (shared memory, no lock), 1 once its map stopped early
 _INSTALL_TIMEOUT_S = 600.0  # a worker waits this long for the others to take theirs
 # Thread counts OpenBLAS, MKL and OpenMP take when they load: a worker sets them before its imports
 # (a limit set at run time, such as threadpoolctl's, holds only for the libraries already loaded).
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 
 
-def _start_worker(parent: int, barrier) -> None:
+def _start_worker(parent: int, barrier, stopped) -> None:
     """Entry point of a worker process: die with the parent (first, before any heavy import), one
     thread for XLA and BLAS, then import the solvers (while the command still prepares its data, when
     the pool was started ahead of it)."""
@@ -52,6 +53,7 @@ def _start_worker(parent: int, barrier) -> None:
     for variable in BLAS_THREAD_VARIABLES:  # read by each BLAS library as it loads
         os.environ[variable] = "1"
     _WORKER_BARRIER[:] = [barrier]
+    _WORKER_STOPPED[:] = [stopped]
     import eqarena.solvers.bootstrap  # noqa: F401  (the imports every unit needs)
     import threadpoolctl
 
@@ -65,7 +67,9 @@ def _install_solver(solver: bytes) -> None:
     _WORKER_BARRIER[0].wait(timeout=_INSTALL_TIMEOUT_S)
 
 
-def _solve_in_worker(unit: Unit) -> UnitResult:
+def _solve_in_worker(unit: Unit) -> UnitResult | None:
+    if _WORKER_STOPPED[0].value:  # queued before the map stopped: nobody reads it
+        return None
     return _WORKER_SOLVER[0](unit)
 
 
@@ -76,8 +80,12 @@ class _Workers:
         context = multiprocessing.get_context("spawn")  # JAX is multithreaded: never fork it
         expect_workers()  # they tie their life to this process before their first import (eqarena/lifeline.py)
         self.workers = workers
-        self.pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                                                           initargs=(os.getpid(), context.Barrier(workers)))
+        # Set when the map stops early (`process_map`). A lock-free shared byte: a semaphore left to the
+        # resource tracker at a quick exit would have it print a "leaked semaphore" warning.
+        self.stopped = context.RawValue("b", 0)
+        self.pool = concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_start_worker,
+            initargs=(os.getpid(), context.Barrier(workers), self.stopped))
         with holding_interrupts():  # a Ctrl-C before a worker's first import must not kill it with a traceback
             for _ in range(workers):  # a spawning executor starts a process per submit while none is idle:
                 self.pool.submit(int)   # back to back, before any has started, these start all of them
@@ -128,7 +136,8 @@ def process_map(workers: int) -> UnitMap:
         try:
             started.install(solver)
             yield from pool.map(_solve_in_worker, units)
-        except GeneratorExit:  # the caller stopped early (the intervals settled): queued units are dropped
+        except GeneratorExit:  # the caller stopped early (the intervals settled): units not begun are skipped
+            started.stopped.value = 1
             if not _keep(pool):
                 terminate_pool(pool)
             raise
@@ -154,8 +163,8 @@ def _keep(pool: concurrent.futures.ProcessPoolExecutor) -> bool:
 
 @contextmanager
 def kept_workers() -> Iterator[Callable[[], concurrent.futures.Executor | None]]:
-    """Within the block, the worker processes of a `process_map` outlive its map (the units a worker had
-    taken when the map stopped early finish first, the rest are dropped); yields a function that gives
+    """Within the block, the worker processes of a `process_map` outlive its map (a unit still running
+    when the map stopped early finishes first, the rest are skipped); yields a function that gives
     the last such pool, or None, for other work (the main job draws its report's figures on them).
     Every pool kept is stopped when the block ends, however it ends."""
     kept: list[concurrent.futures.ProcessPoolExecutor] = []
