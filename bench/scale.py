@@ -141,9 +141,15 @@ def _run(command: list[str], timeout: float, cwd: Path, env: dict, output) -> Me
 
 
 # As `eqarena rate` runs it: two worker processes (a batched solve where the version has one and JAX
-# runs on an accelerator).
+# runs on an accelerator), with the persistent compilation cache the `eqarena` command sets up (so a
+# version whose workers compile reads the compilations of an earlier run back, as `rate` would).
 BOOTSTRAP_SNIPPET = """
 if __name__ == "__main__":
+    try:
+        from eqarena.compile_cache import use_compile_cache
+        use_compile_cache()
+    except ImportError:  # a version from before the cache
+        pass
     from eqarena.solvers import synthetic_king_tensor
     from eqarena.solvers.bootstrap import bootstrap_ratings
     from eqarena.tasks.parallel import process_map

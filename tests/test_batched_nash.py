@@ -9,7 +9,7 @@ import pytest
 
 from eqarena import solvers
 from eqarena.solvers._continuation import ContinuationOptions
-from eqarena.solvers.batched_nash import batched_nash
+from eqarena.solvers.batched_nash import KEPT_ROWS, batched_nash
 from eqarena.solvers.bootstrap import ReplicateSolver, bootstrap_ratings
 from eqarena.solvers.nash import selection_targets
 from eqarena.solvers.replicates import replicate_game
@@ -66,6 +66,32 @@ def test_padding_lanes_and_lane_reuse_do_not_change_a_game():
     for a, b in zip(wide, reused):
         for x, y in zip(a.ratings, b.ratings):
             np.testing.assert_allclose(x, y, atol=1e-9)
+
+
+def test_one_lane_runs_its_late_attempts_on_the_prompts_that_carry_mass_and_ends_as_nash():
+    """Games of more than 2 x KEPT_ROWS distinct prompts on one lane: once all but a few prompts carry
+    no mass, attempts run on the kept rows only, and every game still ends where `nash` ends it. On
+    vmapped lanes no attempt does, and the ends are the same."""
+    u = solvers.synthetic_king_tensor(300, 6, seed=4)
+    solver = ReplicateSolver(u, 1)
+    games, targets = [], []
+    for b in range(3):
+        ub, target = replicate_game("ne", solver.game("prompts", b))
+        games.append(solvers.koth_game(ub))
+        targets.append(selection_targets(games[-1], target))
+    assert min(g.num_actions[0] for g in games) > 2 * KEPT_ROWS
+    one = batched_nash(games, targets, lanes=1)
+    vmapped = batched_nash(games, targets, lanes=2)
+    for game, target, end, other in zip(games, targets, one, vmapped):
+        reference = solvers.nash(game, target)
+        assert end.diagnostics["kept_row_attempts"] > 0 and other.diagnostics["kept_row_attempts"] == 0
+        assert end.exploitability <= 1e-6
+        for mine, vm, theirs in zip(end.marginals + end.ratings, other.marginals + other.ratings,
+                                    reference.marginals + reference.ratings):
+            np.testing.assert_allclose(mine, theirs, atol=1e-9)
+            np.testing.assert_allclose(mine, vm, atol=1e-9)
+        assert end.diagnostics["limit"] == reference.diagnostics["limit"]
+        assert end.diagnostics["steps"] == reference.steps
 
 
 def test_a_game_nash_would_retrace_is_handed_back():

@@ -22,14 +22,15 @@ import jax.numpy as jnp
 from jax import lax
 
 from eqarena.solvers._continuation import ContinuationOptions
-from eqarena.solvers._logit import _NEGLIGIBLE_MASS, _koth_chord_impl, _koth_factor_impl
+from eqarena.solvers._logit import _CHORD_LOGIT, _NEGLIGIBLE_MASS, _koth_chord_impl, _koth_factor_impl
 
 RUNNING, MAX_STEPS, STEP_UNDERFLOW, LEFT_BRANCH, MAX_LAMBDA = range(5)
 STOP_REASONS = {MAX_STEPS: "max_steps", STEP_UNDERFLOW: "step_underflow", LEFT_BRANCH: "left_branch",
                 MAX_LAMBDA: "max_lambda"}
 # Counters recorded with every accepted point: steps, rejected steps, factorisations, chord
-# evaluations, arclength (as `_continuation.ContinuationStats`).
-STEPS, REJECTED, FACTORISATIONS, EVALUATIONS, ARCLENGTH = range(5)
+# evaluations, arclength (as `_continuation.ContinuationStats`), and attempts run on kept rows only.
+STEPS, REJECTED, FACTORISATIONS, EVALUATIONS, ARCLENGTH, KEPT_ROWS = range(6)
+_COUNTERS = 6
 
 
 def option_vector(options: ContinuationOptions) -> jnp.ndarray:
@@ -46,13 +47,13 @@ class Lane(NamedTuple):
     z: jnp.ndarray
     tangent: jnp.ndarray
     h: jnp.ndarray
-    counters: jnp.ndarray  # (5,)
+    counters: jnp.ndarray  # (_COUNTERS,)
     stop: jnp.ndarray
     count: jnp.ndarray
     zs: jnp.ndarray  # (record, 2M+3)
     marginals: tuple  # (record, P), (record, M), (record, M)
     values: tuple
-    at: jnp.ndarray  # (record, 5) the counters at each recorded point
+    at: jnp.ndarray  # (record, _COUNTERS) the counters at each recorded point
 
 
 def _weights(z, m):
@@ -68,10 +69,10 @@ def _start(log_t, u, a, opts, antisymmetric, record):
     z = jnp.concatenate([log_t[p:], jnp.zeros(3)])
     e_lam = jnp.zeros(2 * m + 3).at[-1].set(1.0)
     _, _, tangent, _, _, _ = _koth_factor_impl(z, e_lam, u, a, log_t, antisymmetric, jnp)
-    counters = jnp.zeros(5).at[FACTORISATIONS].set(1.0)
+    counters = jnp.zeros(_COUNTERS).at[FACTORISATIONS].set(1.0)
     per_player = (jnp.zeros((record, p)), jnp.zeros((record, m)), jnp.zeros((record, m)))
     return Lane(z, tangent / jnp.linalg.norm(tangent), opts[0], counters, jnp.int32(RUNNING), jnp.int32(0),
-                jnp.zeros((record, 2 * m + 3)), per_player, per_player, jnp.zeros((record, 5)))
+                jnp.zeros((record, 2 * m + 3)), per_player, per_player, jnp.zeros((record, _COUNTERS)))
 
 
 class _Corrector(NamedTuple):
@@ -86,9 +87,43 @@ class _Corrector(NamedTuple):
     evaluations: jnp.ndarray
 
 
-def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric):
+def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     """One predictor-corrector attempt from the lane's point: (accepted, point, tangent, decel,
-    marginals, values, chord evaluations), as one iteration of `trace_branch`'s loop."""
+    marginals, values, chord evaluations, whether it ran on kept rows), as one iteration of
+    `trace_branch`'s loop.
+
+    rows (static): if given, an attempt where all prompts but the `rows` of highest logit at the
+    predicted point lie `_CHORD_LOGIT` below the best (mass < e^-80 relative) runs on those rows
+    only, as the one-by-one trace's pruned factorisation and chords do; the prompt values of the
+    other rows are those of the predicted point. A `lax.cond`: it saves work only outside `vmap`.
+    """
+    if rows is None:
+        return *_attempt_on(lane, u, a, log_t, opts, antisymmetric), False
+    p, m = u.shape[0], u.shape[1]
+    point = lane.z + lane.h * lane.tangent
+    vp = (a.reshape(p * m, m) @ jnp.exp(point[m: 2 * m])).reshape(p, m) @ jnp.exp(point[:m])
+    logits = log_t[:p] + point[-1] * vp
+    alive = logits >= jnp.max(logits) - _CHORD_LOGIT
+    (keep,) = jnp.nonzero(alive, size=rows, fill_value=0)
+    filled = jnp.arange(rows) >= jnp.sum(alive)  # slots past the alive rows: row 0 again, without mass
+
+    def on_kept_rows(_):
+        log_t_kept = jnp.concatenate([jnp.where(filled, -jnp.inf, log_t[keep]), log_t[p:]])
+        accepted, z, tangent, decel, xs, values, evaluations = _attempt_on(
+            lane, u[keep], a[keep], log_t_kept, opts, antisymmetric)
+        kept = jnp.where(filled, p, keep)  # out of bounds: dropped by the scatters
+        xs = (jnp.zeros(p).at[kept].set(xs[0], mode="drop"), xs[1], xs[2])
+        values = (vp.at[kept].set(values[0], mode="drop"), values[1], values[2])
+        return accepted, z, tangent, decel, xs, values, evaluations, jnp.bool_(True)
+
+    def on_all_rows(_):
+        return *_attempt_on(lane, u, a, log_t, opts, antisymmetric), jnp.bool_(False)
+
+    return lax.cond(jnp.sum(alive) <= rows, on_kept_rows, on_all_rows, None)
+
+
+def _attempt_on(lane: Lane, u, a, log_t, opts, antisymmetric):
+    """`_attempt` on the prompts of u (all of them, or the kept rows)."""
     max_accel, max_distance, max_contraction, corrector_tol, max_corrector = opts[1], opts[2], opts[3], opts[4], opts[5]
     m = u.shape[1]
     point = lane.z + lane.h * lane.tangent
@@ -126,16 +161,18 @@ def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric):
     return end.status == 1, end.point, new_tangent, end.decel, end.marginals, end.values, end.evaluations
 
 
-def _step(lane: Lane, u, a, log_t, opts, antisymmetric):
+def _step(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     """`trace_branch`'s loop body for one lane: stop checks, one attempt, bookkeeping and recording."""
     max_accel, min_step, max_steps, max_lambda = opts[1], opts[6], opts[7], opts[8]
     counters = lane.counters
     stop = jnp.where(counters[STEPS] >= max_steps, MAX_STEPS, jnp.where(lane.h < min_step, STEP_UNDERFLOW, RUNNING))
     going = stop == RUNNING
-    accepted, point, tangent, decel, xs, values, evaluations = _attempt(lane, u, a, log_t, opts, antisymmetric)
+    accepted, point, tangent, decel, xs, values, evaluations, kept = _attempt(
+        lane, u, a, log_t, opts, antisymmetric, rows)
     accepted = going & accepted
     rejected = going & ~accepted
     counters = counters.at[FACTORISATIONS].add(going).at[EVALUATIONS].add(jnp.where(going, evaluations, 0))
+    counters = counters.at[KEPT_ROWS].add(going & kept)
     counters = counters.at[STEPS].add(accepted).at[REJECTED].add(rejected)
     counters = counters.at[ARCLENGTH].add(jnp.where(accepted, jnp.linalg.norm(point - lane.z), 0.0))
     z = jnp.where(accepted, point, lane.z)
@@ -154,11 +191,11 @@ def _step(lane: Lane, u, a, log_t, opts, antisymmetric):
     )
 
 
-def _run(lane: Lane, u, a, log_t, opts, antisymmetric, record):
+def _run(lane: Lane, u, a, log_t, opts, antisymmetric, record, rows=None):
     """`record` attempts (a stopped lane idles through them). A loop of fixed length: under `vmap` a
     while loop with a per-lane condition would select every buffer of every lane at each step."""
     lane = lane._replace(count=jnp.int32(0))
-    return lax.fori_loop(0, record, lambda _, s: _step(s, u, a, log_t, opts, antisymmetric), lane)
+    return lax.fori_loop(0, record, lambda _, s: _step(s, u, a, log_t, opts, antisymmetric, rows), lane)
 
 
 @functools.partial(jax.jit, static_argnames=("antisymmetric", "record"))
@@ -173,3 +210,12 @@ def run_lanes(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int):
     """`record` attempts on every lane (see `_run`)."""
     go = jax.vmap(_run, in_axes=(0, 0, 0, 0, None, None, None))
     return go(lanes, u, jnp.abs(u), log_t, opts, antisymmetric, record)
+
+
+@functools.partial(jax.jit, static_argnames=("antisymmetric", "record", "rows"))
+def run_lane(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int, rows: int | None):
+    """`run_lanes` for a single lane (leading axis of length 1), not vmapped: its attempts run on the
+    `rows` prompts of highest logit wherever the others carry no mass (`_attempt`)."""
+    one = jax.tree_util.tree_map(lambda v: v[0], lanes)
+    out = _run(one, u[0], jnp.abs(u[0]), log_t[0], opts, antisymmetric, record, rows)
+    return jax.tree_util.tree_map(lambda v: v[None], out)

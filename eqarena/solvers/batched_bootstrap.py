@@ -23,6 +23,7 @@ import numpy as np
 from eqarena.methods import get_method
 from eqarena.solvers.batched import batched_cce
 from eqarena.solvers.entropy import affinity_targets
+from eqarena.solvers._cce_dual import bucket
 from eqarena.solvers.batched_nash import LANES, batched_nash
 from eqarena.solvers.games import KING, koth_game
 from eqarena.solvers.nash import selection_targets
@@ -30,8 +31,7 @@ from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_k
 
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
-_PAYING_MODELS, _PAYING_CELLS = 12, 32_000  # `batches_pay`
-UNIT_LANES = 4  # lanes for a worker's unit of NE replicates (bench/batched.py: 4 beat 8 and 16 on 24 games)
+_UNIT_MAX_MODELS = 100  # `batches_pay`
 
 
 def batched_replicates(solver, method: str, scheme: str, replicates: int | range) -> tuple[np.ndarray, np.ndarray, int]:
@@ -41,8 +41,9 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int | range
     indices = range(replicates) if isinstance(replicates, int) else replicates
     u = solver.u_king
     if get_method(method).concept == "nash":
-        # A unit's few games on fewer lanes: lanes whose games are done idle until the longest trace ends.
-        lanes = LANES if isinstance(replicates, int) else UNIT_LANES
+        # A worker's unit on one lane, not vmapped: its attempts branch (`_batched_trace._attempt`) and
+        # no lane idles until the longest trace ends.
+        lanes = LANES if isinstance(replicates, int) else 1
         return batched_nash_ratings(method, [solver.game(scheme, b) for b in indices], len(u), lanes)
     p, m, _ = u.shape
     target = get_method(method).target
@@ -87,6 +88,8 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
         ub, target = replicate_game(method, tensor)
         games.append(koth_game(ub))
         targets.append(selection_targets(games[-1], target))
+    if lanes == 1:  # a single lane's work grows with its padding: pad only to a bucket of its games' prompts
+        prompts = min(prompts, bucket(max(g.num_actions[0] for g in games), 64))
     fallback = 0
     for b, end in enumerate(batched_nash(games, targets, prompts=prompts, lanes=lanes)):
         if end is not None and end.exploitability <= GUARANTEE:
@@ -98,14 +101,14 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
 
 
 def batches_pay(shape) -> bool:
-    """Whether a worker's unit of NE replicates of a (P, M, M) game is solved faster as one batch than
-    one by one on this machine's CPU: on small games, where a one-by-one trace spends its time in
-    Python. Measured (bench/batched.py, 200 replicates on 2 workers, compiled): 80 x 5 2.9 s against
-    3.9 s one by one, 300 x 8 6.8 s against 10.9 s; in one process, per replicate, 150 x 10 1.5x,
-    40 x 20 0.9x, 18 x 65 1.0x, 500 x 17 0.5x. CCE units stay one by one (their batches compile for
-    every batch size and lose)."""
-    p, m, _ = shape
-    return m <= _PAYING_MODELS and p * m * m <= _PAYING_CELLS
+    """Whether a worker's unit of NE replicates of a (P, M, M) game is solved faster as one batch (on
+    one lane: `batched_nash`, not vmapped) than one by one on this machine's CPU: where the solves
+    are exact at all (both are) and M is not so large that the dense (2M+3) solves dominate.
+    Measured per replicate, compiled, one process (24 or fewer prompt replicates): 80 x 5 10 against
+    25 ms, 40 x 20 31 against 81, 18 x 65 86 against 172, 300 x 8 31 against 66, 500 x 17 93 against
+    154, 805 x 12 47 against 77, 50 x 100 574 against 638. CCE units stay one by one (their batches
+    compile for every batch size and lose)."""
+    return shape[1] <= _UNIT_MAX_MODELS
 
 
 def _reference_multipliers(u, target):

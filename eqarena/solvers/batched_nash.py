@@ -14,6 +14,7 @@ caller solves it with `nash`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
@@ -30,6 +31,9 @@ from eqarena.solvers.nash import BranchMonitor, deviation_ratings
 
 LANES = 16  # games traced side by side
 RECORD = 32  # accepted points per lane and call; the monitor then replays them
+# A single lane's attempts run on this many prompts wherever the others carry no mass
+# (`_batched_trace._attempt`); on games of more than twice as many prompts.
+KEPT_ROWS = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,7 +71,9 @@ def batched_nash(
 
     The games share their number of models. Each lane holds its game's tensor padded to `prompts`
     prompts (default: the largest game's) with prompts of target mass 0, which never carry mass; a
-    fixed `prompts` and `lanes` keep one compilation for any set of games.
+    fixed `prompts` and `lanes` keep one compilation for any set of games. With one lane the trace
+    is not vmapped, and its attempts run on the `KEPT_ROWS` prompts of highest logit wherever the
+    others carry no mass (as the one-by-one trace prunes them).
     """
     if not games:
         return []
@@ -92,6 +98,11 @@ def batched_nash(
     game_of = [next(queue, None) for _ in range(lanes)]
     for lane, g in enumerate(game_of):
         load(lane, g if g is not None else 0)  # an idle lane traces game 0 and is ignored
+    if lanes == 1:
+        rows = KEPT_ROWS if p > 2 * KEPT_ROWS else None
+        run = functools.partial(trace.run_lane, **static, rows=rows)
+    else:
+        run = functools.partial(trace.run_lanes, **static)
     state = _host(trace.start_lanes(log_t, u_lanes, opts, **static))
     for lane, g in enumerate(game_of):
         if g is None:
@@ -99,7 +110,7 @@ def batched_nash(
     ends = [None if g is None else BranchMonitor(games[g], tol, polish_from) for g in game_of]
     out: list[BranchEnd | None] = [None] * len(games)
     while any(g is not None for g in game_of):
-        state = _host(trace.run_lanes(state, log_t, u_lanes, opts, **static))
+        state = _host(run(state, log_t, u_lanes, opts))
         restart = []
         for lane, g in enumerate(game_of):
             if g is None:
@@ -172,6 +183,7 @@ def _finish(game, end: BranchMonitor, targets, reason: str, counters, tol: float
         factorisations=int(counters[trace.FACTORISATIONS]),
         chord_evaluations=int(counters[trace.EVALUATIONS]),
         arclength=float(counters[trace.ARCLENGTH]),
+        kept_row_attempts=int(counters[trace.KEPT_ROWS]),
         stop_reason=reason,
         backend="jax-batched",
         retraces=0,
