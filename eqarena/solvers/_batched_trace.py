@@ -1,5 +1,6 @@
 """`_continuation.trace_branch` for many king-of-the-hill games at once: one `jax.jit`, `jax.vmap`-ed
-over lanes, each lane tracing one game's logit branch.
+over lanes, each lane tracing one game's logit branch (`run_lanes`); or one game after another on a
+single lane, not vmapped (`run_lane`), whose attempts then skip the prompts that carry no mass.
 
 The predictor-corrector and its step-size control are those of `trace_branch`, step for step (Euler
 predictor, chord-Newton corrector with the predictor's Jacobian, the same acceptance tests and step

@@ -102,9 +102,8 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
 
 def batches_pay(shape) -> bool:
     """Whether a worker's unit of NE replicates of a (P, M, M) game is solved faster as one batch (on
-    one lane: `batched_nash`, not vmapped) than one by one on this machine's CPU: where the solves
-    are exact at all (both are) and M is not so large that the dense (2M+3) solves dominate.
-    Measured per replicate, compiled, one process (24 or fewer prompt replicates): 80 x 5 10 against
+    one lane: `batched_nash`, not vmapped) than one by one on this machine's CPU: up to 100 models
+    (beyond, the dense (2M+3) solves of both dominate; not measured). Measured per replicate, compiled, one process (24 or fewer prompt replicates): 80 x 5 10 against
     25 ms, 40 x 20 31 against 81, 18 x 65 86 against 172, 300 x 8 31 against 66, 500 x 17 93 against
     154, 805 x 12 47 against 77, 50 x 100 574 against 638. CCE units stay one by one (their batches
     compile for every batch size and lose)."""
