@@ -37,6 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
+from eqarena.solvers._rows import identical_rows
+
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 50
 _THETA0, _THETA_MIN, _THETA_MAX = 1e-2, 1e-12, 1e8  # relative LM damping: initial, bounds
@@ -554,15 +556,13 @@ def koth_face(u: np.ndarray, support: np.ndarray) -> tuple[np.ndarray, tuple[np.
 class PromptRows:
     """De-duplicated prompt deviations: identical |u_king(q, ., .)| rows give identical constraints."""
 
-    representatives: np.ndarray  # (Q,) prompt index of each distinct row
+    representatives: np.ndarray  # (Q,) prompt index of each distinct row, in order of first occurrence
     group_of: np.ndarray  # (P,) distinct-row index of each prompt
 
 
 def distinct_prompt_rows(u_king: np.ndarray) -> PromptRows:
-    p = u_king.shape[0]
-    rows = np.abs(u_king).reshape(p, -1)
-    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    return PromptRows(first, inverse.reshape(-1))
+    first, labels = identical_rows(np.abs(u_king).reshape(u_king.shape[0], -1))
+    return PromptRows(first, labels)
 
 
 def bucket(n: int, quantum: int) -> int:

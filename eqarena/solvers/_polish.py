@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from eqarena.solvers._logit import dense_value_blocks, koth_values
+from eqarena.solvers._rows import identical_rows
 from eqarena.solvers.games import Game, KothGame, NormalFormGame
 
 ValuesFn = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
@@ -41,18 +42,10 @@ def subgame_payoffs(game: Game, supports: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def _clone_groups(payoffs: np.ndarray, player: int) -> tuple[np.ndarray, np.ndarray]:
-    """Actions of `player` identical in every player's payoffs: (representatives, group label per action)."""
-    rows = np.moveaxis(payoffs, player + 1, 0).reshape(payoffs.shape[player + 1], -1) + 0.0  # -0.0 -> 0.0
-    # np.unique(rows, axis=0, return_index=True, return_inverse=True) without its slow structured
-    # sort: groups by the rows' bytes, representatives at their first occurrence, in sorted order.
-    keys: dict[bytes, int] = {}
-    labels = np.fromiter((keys.setdefault(row.tobytes(), len(keys)) for row in rows), np.int64, len(rows))
-    first = np.zeros(len(keys), dtype=np.int64)
-    first[labels[::-1]] = np.arange(len(rows))[::-1]
-    order = np.lexsort(rows[first].T[::-1])
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return first[order], rank[labels]
+    """Actions of `player` identical in every player's payoffs: (representatives, group label per action),
+    representatives in sorted order."""
+    rows = np.moveaxis(payoffs, player + 1, 0).reshape(payoffs.shape[player + 1], -1)
+    return identical_rows(rows, lexicographic=True)
 
 
 # A support solution with an action this close to zero mass lies on the boundary of its face, where

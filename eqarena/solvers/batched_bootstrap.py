@@ -24,6 +24,7 @@ from eqarena.methods import get_method
 from eqarena.solvers.batched import batched_cce
 from eqarena.solvers.entropy import affinity_targets
 from eqarena.solvers._cce_dual import bucket
+from eqarena.solvers._rows import identical_rows
 from eqarena.solvers.batched_nash import LANES, batched_nash
 from eqarena.solvers.games import KING, koth_game
 from eqarena.solvers.nash import selection_targets
@@ -51,8 +52,7 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int | range
     ratings, expl = np.zeros((len(indices), m)), np.zeros(len(indices))
     fallback = 0
     if scheme == "prompts":
-        _, first, content = np.unique(u.reshape(p, -1), axis=0, return_index=True, return_inverse=True)
-        content = content.reshape(-1)
+        first, content = identical_rows(u.reshape(p, -1))
     for start in range(0, len(indices), GROUP):
         block = indices[start: start + GROUP]
         if scheme == "prompts":

@@ -25,6 +25,7 @@ import scipy.sparse.csgraph
 import scipy.spatial
 
 from eqarena.solvers._precision import float64
+from eqarena.solvers._rows import identical_rows
 from eqarena.solvers.games import Array, Game, KothGame
 
 CoPlay = Literal["actions", "mixed"]
@@ -262,17 +263,9 @@ def _clone_structure(y: np.ndarray, bandwidth: float) -> tuple[np.ndarray, np.nd
 
 
 def _unique_rows(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Labels of identical rows (by their bytes) and one representative row per label."""
-    buf = np.ascontiguousarray(y + 0.0)  # + 0.0 maps -0.0 to 0.0
-    index: dict[bytes, int] = {}
-    group_of = np.empty(len(buf), dtype=np.int64)
-    first = []
-    for a in range(len(buf)):
-        g = index.setdefault(buf[a].tobytes(), len(first))
-        if g == len(first):
-            first.append(a)
-        group_of[a] = g
-    return group_of, buf[np.asarray(first, dtype=np.int64)]
+    """Labels of identical rows and one representative row per label (in order of first occurrence)."""
+    first, group_of = identical_rows(y)
+    return group_of, y[first] + 0.0  # + 0.0 maps -0.0 to 0.0
 
 
 def _components(n: int, pairs: np.ndarray) -> tuple[int, np.ndarray]:

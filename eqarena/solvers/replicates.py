@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from eqarena.methods import get_method
+from eqarena.solvers._rows import identical_rows
 from eqarena.solvers.games import KING, koth_game
 
 SCHEMES = ("prompts", "judgments")
@@ -99,11 +100,8 @@ def _distinct_game(method: str, u_king: np.ndarray) -> tuple[np.ndarray, object,
 
 def _distinct_prompts(u_king: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first index of each distinct prompt slice of u_king, in order, and its number of copies."""
-    keys = np.ascontiguousarray(u_king.reshape(len(u_king), -1))
-    _, first, counts = np.unique(keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel(),
-                                 return_index=True, return_counts=True)
-    order = np.argsort(first)
-    return first[order], counts[order]
+    first, labels = identical_rows(u_king.reshape(len(u_king), -1))
+    return first, np.bincount(labels, minlength=len(first))
 
 
 def twin_groups(methods: Sequence[str]) -> list[tuple[str, ...]]:
