@@ -1,7 +1,7 @@
 """Benchmark: bootstrap replicates solved one by one (NumPy, JAX), on worker processes, and as batches.
 
     uv run python bench/batched.py [--prompts 500] [--models 17] [--replicates 200] [--workers 2] [--seed 0]
-    uv run python bench/batched.py --prompts 80 --models 5     # a small game, where NE batches pay on a CPU
+    uv run python bench/batched.py --prompts 80 --models 5     # a small game
     JAX_PLATFORMS=cuda uv run python bench/batched.py          # the same table on a GPU
 
 The game is `synthetic_king_tensor(P, M, seed)`, the scheme "prompts". Rows, all measured in this run:
