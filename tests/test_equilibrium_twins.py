@@ -48,7 +48,8 @@ def test_without_clones_the_shannon_methods_restate_the_affinity_ones():
 
 def test_clone_prompts_make_the_targets_differ_and_each_method_is_solved():
     u = solvers.synthetic_king_tensor(14, 5, seed=8)
-    tensor = _tensor(np.concatenate([u, u[[3, 3, 3]]]))  # prompt 3 four times: the affinity target splits it
+    # Prompt 5, which the NE plays, four times: the affinity target splits it, the uniform one does not.
+    tensor = _tensor(np.concatenate([u, u[[5, 5, 5]]]))
     ne, ne_shannon = _solve_all(tensor, ["ne", "ne-shannon"])
     assert "same_as" not in ne_shannon.equilibrium.diagnostics
     king = [next(r for r in s.ratings if r.player == "king").rating for s in (ne, ne_shannon)]

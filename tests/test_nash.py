@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eqarena.solvers import Equilibrium, NormalFormGame, deviation_gains, koth_game
+from eqarena.solvers import Equilibrium, NormalFormGame, deviation_gains, koth_game, synthetic_king_tensor
 from eqarena.solvers._continuation import BranchLimit
 from eqarena.solvers._logit import KothLogitSystem
+from eqarena.solvers._polish import polish
 from eqarena.solvers.entropy import affinity_targets
 from eqarena.solvers.nash import nash
 
@@ -269,12 +270,14 @@ def test_anneal_runs_on_king_of_the_hill_games():
 
 @pytest.fixture(scope="module")
 def grid_game_1000():
-    """1000x32x32 on the 5-point judgment grid: the coarse step control once jumped branches here."""
+    """1000x32x32 on the 5-point judgment grid: a coarse step control jumps branches here."""
     return koth_game(_random_king(np.random.default_rng(0), 1000, 32, grid=True))
 
 
 def test_a_trace_that_jumps_off_the_branch_is_detected_and_retraced(grid_game_1000):
-    coarse = nash(grid_game_1000, "uniform", max_distance=0.4)
+    # Corrections up to 1, contractions up to 0.9 and steps doubling: the trace leaves the branch (with the
+    # Euler predictor, max_distance=0.4 alone did; the bent predictor stays on the branch there).
+    coarse = nash(grid_game_1000, "uniform", max_distance=1.0, max_contraction=0.9, max_accel=2.0)
     first = coarse.diagnostics["traces"][0]
     assert first["stop_reason"] == "left_branch" and first["exploitability"] > 1e-2
     assert coarse.diagnostics["retraces"] >= 1
@@ -378,3 +381,23 @@ def test_affinity_target_with_zero_mass_actions_still_gives_an_exact_nash():
         eq = nash(game, "affinity")
     assert eq.exploitability <= 1e-6
     assert all(np.isfinite(x).all() and abs(x.sum() - 1) < 1e-12 for x in eq.marginals)
+
+
+def test_a_polish_that_merges_actions_alike_only_on_the_support_is_not_regular():
+    """Prompts alike against the support's models but not the others' can share their mass in any split,
+    so the polished point is not isolated; made exact copies, the same prompts split as the target."""
+    prompts = [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 14, 15, 17, 19, 20, 24, 25, 29, 31, 32, 33, 34, 37, 38, 39]
+    u = synthetic_king_tensor(40, 6, seed=2)[prompts]
+    eq = nash(koth_game(u))
+    supports = [np.flatnonzero(x > 1e-6) for x in eq.marginals]
+    assert [len(s) for s in supports] == [5, 1, 2]
+    polished, _, regular = polish(koth_game(u), eq.marginals, supports)
+    assert polished is not None and not regular
+    alike = np.abs(u[supports[0]][:, supports[1]][:, :, supports[2]]).reshape(5, -1)
+    groups = [supports[0][np.all(alike == row, axis=1)] for row in np.unique(alike, axis=0)]
+    assert sorted(len(g) for g in groups) == [2, 3]
+    copies = u.copy()
+    for group in groups:
+        copies[group] = u[group[0]]
+    polished, _, regular = polish(koth_game(copies), eq.marginals, supports)
+    assert polished is not None and regular

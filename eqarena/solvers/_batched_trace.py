@@ -2,7 +2,7 @@
 over lanes, each lane tracing one game's logit branch (`run_lanes`); or one game after another on a
 single lane, not vmapped (`run_lane`), whose attempts then skip the prompts that carry no mass.
 
-The predictor-corrector and its step-size control are those of `trace_branch`, step for step (Euler
+The predictor-corrector and its step-size control are those of `trace_branch`, step for step (bent
 predictor, chord-Newton corrector with the predictor's Jacobian, the same acceptance tests and step
 growth), on the reduced king-of-the-hill system of `_logit` (the prompt player eliminated exactly).
 A call makes `record` attempts on every unfinished lane, recording the accepted points, until the
@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from eqarena.solvers._continuation import ContinuationOptions
+from eqarena.solvers._continuation import ContinuationOptions, predictor_bend
 from eqarena.solvers._logit import _CHORD_LOGIT, _NEGLIGIBLE_MASS, _koth_chord_impl, _koth_factor_impl
 
 RUNNING, MAX_STEPS, STEP_UNDERFLOW, LEFT_BRANCH, MAX_LAMBDA = range(5)
@@ -42,11 +42,13 @@ def option_vector(options: ContinuationOptions) -> jnp.ndarray:
 
 
 class Lane(NamedTuple):
-    """One lane's trace: the current point and tangent, the next step length, counters, stop code,
-    and the points recorded in this call (count of them, z, marginals, values, counters)."""
+    """One lane's trace: the current point and tangent, the predictor's bend, the next step length,
+    counters, stop code, and the points recorded in this call (count of them, z, marginals, values,
+    counters)."""
 
     z: jnp.ndarray
     tangent: jnp.ndarray
+    bend: jnp.ndarray
     h: jnp.ndarray
     counters: jnp.ndarray  # (_COUNTERS,)
     stop: jnp.ndarray
@@ -72,7 +74,7 @@ def _start(log_t, u, a, opts, antisymmetric, record):
     _, _, tangent, _, _, _ = _koth_factor_impl(z, e_lam, u, a, log_t, antisymmetric, jnp)
     counters = jnp.zeros(_COUNTERS).at[FACTORISATIONS].set(1.0)
     per_player = (jnp.zeros((record, p)), jnp.zeros((record, m)), jnp.zeros((record, m)))
-    return Lane(z, tangent / jnp.linalg.norm(tangent), opts[0], counters, jnp.int32(RUNNING), jnp.int32(0),
+    return Lane(z, tangent / jnp.linalg.norm(tangent), jnp.zeros_like(z), opts[0], counters, jnp.int32(RUNNING), jnp.int32(0),
                 jnp.zeros((record, 2 * m + 3)), per_player, per_player, jnp.zeros((record, _COUNTERS)))
 
 
@@ -88,6 +90,11 @@ class _Corrector(NamedTuple):
     evaluations: jnp.ndarray
 
 
+def _predicted(lane: Lane):
+    """The predictor's point (`trace_branch`'s)."""
+    return lane.z + lane.h * lane.tangent + lane.h * lane.h * lane.bend
+
+
 def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     """One predictor-corrector attempt from the lane's point: (accepted, point, tangent, decel,
     marginals, values, chord evaluations, whether it ran on kept rows), as one iteration of
@@ -101,7 +108,7 @@ def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     if rows is None:
         return *_attempt_on(lane, u, a, log_t, opts, antisymmetric), False
     p, m = u.shape[0], u.shape[1]
-    point = lane.z + lane.h * lane.tangent
+    point = _predicted(lane)
     vp = (a.reshape(p * m, m) @ jnp.exp(point[m: 2 * m])).reshape(p, m) @ jnp.exp(point[:m])
     logits = log_t[:p] + point[-1] * vp
     alive = logits >= jnp.max(logits) - _CHORD_LOGIT
@@ -127,7 +134,7 @@ def _attempt_on(lane: Lane, u, a, log_t, opts, antisymmetric):
     """`_attempt` on the prompts of u (all of them, or the kept rows)."""
     max_accel, max_distance, max_contraction, corrector_tol, max_corrector = opts[1], opts[2], opts[3], opts[4], opts[5]
     m = u.shape[1]
-    point = lane.z + lane.h * lane.tangent
+    point = _predicted(lane)
     _, correction, tangent, xs, values, jac = _koth_factor_impl(point, lane.tangent, u, a, log_t, antisymmetric, jnp)
     new_tangent = tangent / jnp.linalg.norm(tangent)
     ok = jnp.all(jnp.isfinite(new_tangent)) & (new_tangent @ lane.tangent > 0.0)
@@ -175,8 +182,10 @@ def _step(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     counters = counters.at[FACTORISATIONS].add(going).at[EVALUATIONS].add(jnp.where(going, evaluations, 0))
     counters = counters.at[KEPT_ROWS].add(going & kept)
     counters = counters.at[STEPS].add(accepted).at[REJECTED].add(rejected)
-    counters = counters.at[ARCLENGTH].add(jnp.where(accepted, jnp.linalg.norm(point - lane.z), 0.0))
+    chord = jnp.linalg.norm(point - lane.z)
+    counters = counters.at[ARCLENGTH].add(jnp.where(accepted, chord, 0.0))
     z = jnp.where(accepted, point, lane.z)
+    bend = jnp.where(accepted, predictor_bend(lane.z, point, tangent, jnp.where(accepted, chord, 1.0)), lane.bend)
     h = jnp.where(accepted, lane.h / jnp.minimum(decel, max_accel), jnp.where(rejected, lane.h / max_accel, lane.h))
     stop = jnp.where(accepted & (z[-1] < 0.0), LEFT_BRANCH,
                      jnp.where(accepted & (z[-1] >= max_lambda), MAX_LAMBDA, stop))
@@ -186,7 +195,7 @@ def _step(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
         return buffer.at[k].set(value)
 
     return Lane(
-        z, jnp.where(accepted, tangent, lane.tangent), h, counters, stop.astype(jnp.int32), k + accepted,
+        z, jnp.where(accepted, tangent, lane.tangent), bend, h, counters, stop.astype(jnp.int32), k + accepted,
         put(lane.zs, z), tuple(put(b, v) for b, v in zip(lane.marginals, xs)),
         tuple(put(b, v) for b, v in zip(lane.values, values)), put(lane.at, counters),
     )

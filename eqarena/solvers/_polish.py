@@ -64,19 +64,23 @@ def polish(
 ) -> tuple[list[np.ndarray] | None, int, bool]:
     """Solve the support equations from `xs` (minimum-norm Gauss-Newton steps).
 
-    Clone actions (identical in every payoff) are merged first and keep the split of `xs`.
-    Returns (full marginals or None on failure, iterations, regular); `regular` is True when the
-    merged system has full rank at the solution and every support action keeps positive mass, i.e.
-    the solution is an isolated equilibrium interior to its face. Otherwise the equilibria near it
-    form a continuum and the point found need not be the branch's limit.
+    Clone actions (identical in every payoff of the support sub-game) are merged first and keep the
+    split of `xs`. Returns (full marginals or None on failure, iterations, regular); `regular` is True
+    when the merged system has full rank at the solution, every support action keeps positive mass and
+    every merged group is a clone group of the whole game, i.e. the solution is an isolated equilibrium
+    interior to its face. Otherwise the equilibria near it form a continuum and the point found need
+    not be the branch's limit: actions that only the support makes identical can share their group's
+    mass in any split, and the branch's split still moves with the mass off the support.
     """
     payoffs, groups, split, sub = _merged_support_game(game, xs, supports)
     sub, iterations, converged = _gauss_newton(payoffs, sub, max_iterations, tol)
     if not converged or min(float(x.min()) for x in sub) < -1e-10:
         return None, iterations, False
-    regular = _full_rank(_support_system(payoffs, sub, np.zeros(len(sub)))[1]) and min(
-        float(x.min()) for x in sub
-    ) > _MIN_SUPPORT_MASS
+    regular = (
+        _full_rank(_support_system(payoffs, sub, np.zeros(len(sub)))[1])
+        and min(float(x.min()) for x in sub) > _MIN_SUPPORT_MASS
+        and all(_whole_game_clones(game, i, s, labels) for i, (s, (_, labels)) in enumerate(zip(supports, groups)))
+    )
     return _unmerge(sub, groups, split, supports, xs), iterations, regular
 
 
@@ -103,6 +107,34 @@ def project(
         if any(len(s) == 0 for s in supports):
             return None, total
     return None, total
+
+
+def _own_payoff_rows(game: Game, player: int, actions: np.ndarray) -> np.ndarray:
+    """Player `player`'s payoffs for each of `actions` against every pure co-play, one row per action."""
+    actions = np.asarray(actions)
+    if isinstance(game, KothGame):
+        u = np.asarray(game.u_king)
+        if player == 0:
+            return np.abs(u[actions]).reshape(len(actions), -1)
+        if player == 1:
+            return np.moveaxis(u[:, actions, :], 1, 0).reshape(len(actions), -1)
+        rebel = -np.moveaxis(u[:, :, actions], 2, 0)  # (actions, P, M): the rebel's payoff for each king
+        rebel[np.arange(len(actions)), :, actions] = -1.0
+        return rebel.reshape(len(actions), -1)
+    return np.moveaxis(np.asarray(game.payoffs)[player], player, 0)[actions].reshape(len(actions), -1)
+
+
+def _whole_game_clones(game: Game, player: int, support: np.ndarray, labels: np.ndarray) -> bool:
+    """Whether every group of `support` merged by `labels` pays its player the same against every pure
+    co-play of the whole game. Only then is the group's split on the branch the target's, at every lambda
+    (x_a / x_b = t_a / t_b exp(lambda (u_i(a, x_-i) - u_i(b, x_-i)))), so that any branch point's split is
+    the limit's."""
+    if len(np.unique(labels)) == len(labels):
+        return True
+    support = np.asarray(support)
+    rows = _own_payoff_rows(game, player, support)
+    first = np.unique(labels, return_index=True)[1]
+    return bool(np.array_equal(rows, rows[first[labels]]))
 
 
 def _unmerge(sub, groups, split, supports, xs) -> list[np.ndarray]:
