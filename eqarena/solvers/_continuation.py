@@ -50,7 +50,7 @@ class ContinuationStats:
     stop_reason: str = ""
 
 
-Monitor = Callable[[np.ndarray, Evaluation], bool]
+Monitor = Callable[[np.ndarray, Evaluation, int], bool]  # (point, evaluation, attempts so far)
 
 
 def trace_branch(
@@ -119,7 +119,7 @@ def trace_branch(
         bend = predictor_bend(z, point, new_tangent, chord)
         z, tangent = point, new_tangent
         stats.steps += 1
-        if monitor(z, evaluation):
+        if monitor(z, evaluation, stats.steps + stats.rejected):
             stats.stop_reason = "converged"
             break
         if z[-1] < 0.0:

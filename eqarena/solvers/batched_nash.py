@@ -152,7 +152,8 @@ def _replay(end: BranchMonitor, state: trace.Lane, lane: int, n: int, polish_fro
             (state.marginals[0][lane, k, :n], state.marginals[1][lane, k], state.marginals[2][lane, k]),
             (state.values[0][lane, k, :n], state.values[1][lane, k], state.values[2][lane, k]),
         )
-        if end.monitor(state.zs[lane, k], point):
+        at = state.at[lane, k]
+        if end.monitor(state.zs[lane, k], point, int(at[trace.STEPS] + at[trace.REJECTED])):
             return "converged", state.at[lane, k]
     stop = int(state.stop[lane])
     if stop != trace.RUNNING:
