@@ -32,7 +32,7 @@ from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_k
 
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
-_UNIT_MAX_MODELS = 100  # `batches_pay`
+_UNIT_MAX_MODELS = 70  # `batches_pay`
 
 
 def batched_replicates(solver, method: str, scheme: str, replicates: int | range) -> tuple[np.ndarray, np.ndarray, int]:
@@ -102,10 +102,12 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
 
 def batches_pay(shape) -> bool:
     """Whether a worker's unit of NE replicates of a (P, M, M) game is solved faster as one batch (on
-    one lane: `batched_nash`, not vmapped) than one by one on this machine's CPU: up to 100 models
-    (beyond, the dense (2M+3) solves of both dominate; not measured). Measured per replicate, compiled, one process (24 or fewer prompt replicates): 80 x 5 10 against
-    25 ms, 40 x 20 31 against 81, 18 x 65 86 against 172, 300 x 8 31 against 66, 500 x 17 93 against
-    154, 805 x 12 47 against 77, 50 x 100 574 against 638. CCE units stay one by one (their batches
+    one lane: `batched_nash`, not vmapped) than one by one on this machine's CPU: up to 70 models
+    (beyond, the dense (2M+3) solves, the same in both, dominate and the lane's padding loses).
+    Measured per replicate, compiled, one process (up to 24 prompt replicates), lane against one by
+    one: 80 x 5 12 against 22 ms, 40 x 20 24 against 57, 300 x 8 22 against 49, 500 x 17 72 against
+    100, 805 x 12 34 against 51, 100 x 40 101 against 110, 50 x 64 137 against 166, 18 x 65 93 against
+    98; 50 x 80 229 against 200, 50 x 100 592 against 410. CCE units stay one by one (their batches
     compile for every batch size and lose)."""
     return shape[1] <= _UNIT_MAX_MODELS
 
