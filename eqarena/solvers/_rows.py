@@ -17,7 +17,7 @@ def identical_rows(rows: np.ndarray, *, lexicographic: bool = False) -> tuple[np
     labels = np.fromiter((keys.setdefault(row.tobytes(), len(keys)) for row in buf), np.int64, len(buf))
     first = np.zeros(len(keys), dtype=np.int64)
     first[labels[::-1]] = np.arange(len(buf))[::-1]
-    if not lexicographic:
+    if not lexicographic or len(first) == 1:
         return first, labels
     order = np.lexsort(buf[first].T[::-1])
     rank = np.empty_like(order)
