@@ -8,6 +8,7 @@ import pytest
 
 from eqarena.solvers import koth_game, synthetic_king_tensor
 from eqarena.solvers.nash import nash
+from tests.test_nash import ALIKE_ON_SUPPORT
 
 
 def _random_king(rng, p, m, grid):
@@ -137,11 +138,6 @@ def test_an_indifferent_player_ends_at_its_target_share_not_at_the_first_exact_p
     np.testing.assert_allclose(eq.marginals[2], np.full(4, 0.25), atol=1e-7)
     assert eq.exploitability <= 1e-12
     assert eq.diagnostics["degenerate"]
-
-
-# Prompts of a synthetic 40 x 6 game (one bootstrap draw): the limit plays five of them, pairwise alike
-# (2 + 3) against the king and the two rebels it plays but not against the others.
-ALIKE_ON_SUPPORT = [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 14, 15, 17, 19, 20, 24, 25, 29, 31, 32, 33, 34, 37, 38, 39]
 
 
 def test_actions_alike_only_on_the_support_split_their_mass_as_the_branch_limit_does():

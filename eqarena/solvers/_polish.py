@@ -79,7 +79,7 @@ def polish(
     regular = (
         _full_rank(_support_system(payoffs, sub, np.zeros(len(sub)))[1])
         and min(float(x.min()) for x in sub) > _MIN_SUPPORT_MASS
-        and all(_whole_game_clones(game, i, s, labels) for i, (s, (_, labels)) in enumerate(zip(supports, groups)))
+        and all(_whole_game_clones(game, i, s, g) for i, (s, g) in enumerate(zip(supports, groups)))
     )
     return _unmerge(sub, groups, split, supports, xs), iterations, regular
 
@@ -109,32 +109,18 @@ def project(
     return None, total
 
 
-def _own_payoff_rows(game: Game, player: int, actions: np.ndarray) -> np.ndarray:
-    """Player `player`'s payoffs for each of `actions` against every pure co-play, one row per action."""
-    actions = np.asarray(actions)
-    if isinstance(game, KothGame):
-        u = np.asarray(game.u_king)
-        if player == 0:
-            return np.abs(u[actions]).reshape(len(actions), -1)
-        if player == 1:
-            return np.moveaxis(u[:, actions, :], 1, 0).reshape(len(actions), -1)
-        rebel = -np.moveaxis(u[:, :, actions], 2, 0)  # (actions, P, M): the rebel's payoff for each king
-        rebel[np.arange(len(actions)), :, actions] = -1.0
-        return rebel.reshape(len(actions), -1)
-    return np.moveaxis(np.asarray(game.payoffs)[player], player, 0)[actions].reshape(len(actions), -1)
-
-
-def _whole_game_clones(game: Game, player: int, support: np.ndarray, labels: np.ndarray) -> bool:
-    """Whether every group of `support` merged by `labels` pays its player the same against every pure
-    co-play of the whole game. Only then is the group's split on the branch the target's, at every lambda
-    (x_a / x_b = t_a / t_b exp(lambda (u_i(a, x_-i) - u_i(b, x_-i)))), so that any branch point's split is
-    the limit's."""
-    if len(np.unique(labels)) == len(labels):
+def _whole_game_clones(game: Game, player: int, support: np.ndarray, group: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether every clone group of `support` (`_clone_groups`: representatives, label per action) pays
+    its player the same against every pure co-play of the whole game. Only then is the group's split on
+    the branch the target's, at every lambda (x_a / x_b = t_a / t_b exp(lambda (u_i(a, x_-i) -
+    u_i(b, x_-i)))), so that any branch point's split is the limit's."""
+    representatives, labels = group
+    if len(representatives) == len(labels):
         return True
-    support = np.asarray(support)
-    rows = _own_payoff_rows(game, player, support)
-    first = np.unique(labels, return_index=True)[1]
-    return bool(np.array_equal(rows, rows[first[labels]]))
+    everything = [np.arange(n) for n in game.num_actions]
+    everything[player] = np.asarray(support)
+    own = np.moveaxis(subgame_payoffs(game, everything)[player], player, 0).reshape(len(labels), -1)
+    return bool(np.array_equal(own, own[representatives[labels]]))
 
 
 def _unmerge(sub, groups, split, supports, xs) -> list[np.ndarray]:
