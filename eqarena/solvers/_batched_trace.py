@@ -100,10 +100,12 @@ def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     marginals, values, chord evaluations, whether it ran on kept rows), as one iteration of
     `trace_branch`'s loop.
 
-    rows (static): if given, an attempt where all prompts but the `rows` of highest logit at the
-    predicted point lie `_CHORD_LOGIT` below the best (mass < e^-80 relative) runs on those rows
-    only, as the one-by-one trace's pruned factorisation and chords do; the prompt values of the
-    other rows are those of the predicted point. A `lax.cond`: it saves work only outside `vmap`.
+    rows (static): if given, ascending row counts (tiers). An attempt where all prompts but the r
+    of highest logit at the predicted point lie `_CHORD_LOGIT` below the best (mass < e^-80
+    relative) runs on those r rows only, r the smallest tier that holds them, as the one-by-one
+    trace's pruned factorisation and chords do; the prompt values of the other rows are those of
+    the predicted point. A `lax.switch`: it saves work only outside `vmap`. An attempt costs about
+    as much as its rows (on 2 cores: 0.29 ms on 384 rows, 0.10 on 128, 0.07 on 64, 0.05 on 16).
     """
     if rows is None:
         return *_attempt_on(lane, u, a, log_t, opts, antisymmetric), False
@@ -112,10 +114,11 @@ def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     vp = (a.reshape(p * m, m) @ jnp.exp(point[m: 2 * m])).reshape(p, m) @ jnp.exp(point[:m])
     logits = log_t[:p] + point[-1] * vp
     alive = logits >= jnp.max(logits) - _CHORD_LOGIT
-    (keep,) = jnp.nonzero(alive, size=rows, fill_value=0)
-    filled = jnp.arange(rows) >= jnp.sum(alive)  # slots past the alive rows: row 0 again, without mass
+    count = jnp.sum(alive)
 
-    def on_kept_rows(_):
+    def on_kept_rows(size, _):
+        (keep,) = jnp.nonzero(alive, size=size, fill_value=0)
+        filled = jnp.arange(size) >= count  # slots past the alive rows: row 0 again, without mass
         log_t_kept = jnp.concatenate([jnp.where(filled, -jnp.inf, log_t[keep]), log_t[p:]])
         accepted, z, tangent, decel, xs, values, evaluations = _attempt_on(
             lane, u[keep], a[keep], log_t_kept, opts, antisymmetric)
@@ -127,7 +130,9 @@ def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     def on_all_rows(_):
         return *_attempt_on(lane, u, a, log_t, opts, antisymmetric), jnp.bool_(False)
 
-    return lax.cond(jnp.sum(alive) <= rows, on_kept_rows, on_all_rows, None)
+    branches = [functools.partial(on_kept_rows, size) for size in rows] + [on_all_rows]
+    tier = jnp.searchsorted(jnp.asarray(rows), count)  # the first tier that holds the alive rows, else all
+    return lax.switch(tier, branches, None)
 
 
 def _attempt_on(lane: Lane, u, a, log_t, opts, antisymmetric):
@@ -223,9 +228,10 @@ def run_lanes(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int):
 
 
 @functools.partial(jax.jit, static_argnames=("antisymmetric", "record", "rows"))
-def run_lane(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int, rows: int | None):
+def run_lane(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int, rows: tuple[int, ...] | None):
     """`run_lanes` for a single lane (leading axis of length 1), not vmapped: its attempts run on the
-    `rows` prompts of highest logit wherever the others carry no mass (`_attempt`)."""
+    prompts of highest logit (as few as a tier of `rows` holds) wherever the others carry no mass
+    (`_attempt`)."""
     one = jax.tree_util.tree_map(lambda v: v[0], lanes)
     out = _run(one, u[0], jnp.abs(u[0]), log_t[0], opts, antisymmetric, record, rows)
     return jax.tree_util.tree_map(lambda v: v[None], out)

@@ -246,6 +246,7 @@ class KothArrays(NamedTuple):
 
     u: object  # king payoff u(p, k, r)
     u_t: object  # u_t[p, r, i] = u(p, i, r)
+    a: object  # |u|, the prompt player's payoff
     h_u: object  # u
     h_u_t: object  # u_t
     h_ur: object  # rebel payoff u_rebel(p, k, j) = -u(p, k, j) - 1[k = j]
@@ -276,7 +277,7 @@ def _hessian_layouts(u, dtype):
 
 def _koth_arrays(u, dtype) -> KothArrays:
     xp = _xp(u)
-    return KothArrays(u, _contiguous(xp.transpose(u, (0, 2, 1))), *_hessian_layouts(u, dtype))
+    return KothArrays(u, _contiguous(xp.transpose(u, (0, 2, 1))), xp.abs(u), *_hessian_layouts(u, dtype))
 
 
 def _contiguous(a):
@@ -292,27 +293,22 @@ def koth_logits(g: KothArrays, log_tp, log_tk, log_tr, dev_w, alpha_w, alpha_k, 
 
     dev_w (W, M, M): payoffs |u_king(q, ., .)| of the working set's prompt deviations q. With
     u_rebel = -u - 1[k = r]: sum_j alpha_j u_rebel(p, k, j) = -sum_j alpha_j u(p, k, j) - alpha_k.
-    log_support (P, M, M), 0 or -inf, restricts the joint to a face (`koth_face`).
+    log_support (P, M, M), 0 or -inf, restricts the joint to a face (`koth_face`). The terms that
+    vary along fewer than three axes are summed first, so that NumPy makes few passes over the joint.
     """
     xp = _xp(g.u)
     p, m, _ = g.u.shape
-    u = g.u
     king_dev = (g.u_t.reshape(p * m, m) @ alpha_k).reshape(p, 1, m)  # sum_i alpha_i u(p, i, r)
-    rebel_dev = -(u.reshape(p * m, m) @ alpha_r).reshape(p, m, 1) - alpha_r[None, :, None]
-    prompt_dev = (alpha_w @ dev_w.reshape(dev_w.shape[0], m * m)).reshape(1, m, m)
-    eye = xp.eye(m, dtype=u.dtype)[None]
-    gain = (
-        prompt_dev
-        + king_dev
-        + rebel_dev
-        - xp.sum(alpha_w) * xp.abs(u)
-        - xp.sum(alpha_k) * u
-        + xp.sum(alpha_r) * (u + eye)
-    )
-    log_t = log_tp[:, None, None] + log_tk[None, :, None] + log_tr[None, None, :]
+    rebel_sum = (g.u.reshape(p * m, m) @ alpha_r).reshape(p, m, 1)  # sum_j alpha_j u(p, k, j)
+    prompt_dev = (alpha_w @ dev_w.reshape(dev_w.shape[0], m * m)).reshape(m, m)
+    # logit = log t - (prompt, king and rebel deviation payoffs) + (the payoffs deviated from):
+    # per (k, r), per (p, k) and (p, r), and the full-size terms in u and |u|.
+    per_kr = log_tk[:, None] + log_tr[None, :] + alpha_r[:, None] - prompt_dev - xp.sum(alpha_r) * xp.eye(m, dtype=g.u.dtype)
+    per_pkr = (rebel_sum + log_tp[:, None, None]) - king_dev
+    logits = (g.u * (xp.sum(alpha_k) - xp.sum(alpha_r)) + g.a * xp.sum(alpha_w)) + per_pkr + per_kr[None]
     if log_support is not None:
-        log_t = log_t + log_support
-    return log_t - gain
+        logits = logits + log_support
+    return logits
 
 
 def koth_value_joint(g: KothArrays, log_tp, log_tk, log_tr, dev_w, z, log_support=None):
@@ -322,19 +318,32 @@ def koth_value_joint(g: KothArrays, log_tp, log_tk, log_tr, dev_w, z, log_suppor
     return _softmax_and_value(logits)
 
 
+def _inner(a, b):
+    """sum(a * b) over all axes as one product (a single pass in NumPy)."""
+    return a.reshape(-1) @ b.reshape(-1)
+
+
+def _axis_sums(v):
+    """Sums of a (P, M, M) array over each axis: (M, M), (P, M), (P, M). The last two as products with
+    ones, which NumPy runs as BLAS passes (its reductions over short inner axes are ~5x slower)."""
+    xp = _xp(v)
+    p, m, _ = v.shape
+    ones = xp.ones(m, dtype=v.dtype)
+    return xp.sum(v, 0), xp.matmul(ones, v), (v.reshape(p * m, m) @ ones).reshape(p, m)
+
+
 def _current_payoffs(g: KothArrays, x):
     """u_i(x) for prompt, king, rebel (u_rebel(x) = -u_king(x) - P(k = r))."""
     xp = _xp(x)
-    vk = xp.sum(x * g.u)
-    return xp.abs(g.u), [xp.sum(x * xp.abs(g.u)), vk, -vk - xp.trace(xp.sum(x, 0))]
+    vk = _inner(x, g.u)
+    return g.a, [_inner(x, g.a), vk, -vk - xp.trace(xp.sum(x, 0))]
 
 
 def _king_rebel_gaps(g: KothArrays, x, current):
-    xp = _xp(x)
     p, m, _ = g.u.shape
-    gk = xp.sum(x, 1).reshape(p * m) @ g.u_t.reshape(p * m, m) - current[1]
-    x_pk = xp.sum(x, 2)
-    gr = -(x_pk.reshape(p * m) @ g.u.reshape(p * m, m)) - xp.sum(x_pk, 0) - current[2]
+    _, x_pr, x_pk = _axis_sums(x)
+    gk = x_pr.reshape(p * m) @ g.u_t.reshape(p * m, m) - current[1]
+    gr = -(x_pk.reshape(p * m) @ g.u.reshape(p * m, m)) - _xp(x).sum(x_pk, 0) - current[2]
     return gk, gr
 
 
@@ -364,7 +373,7 @@ def koth_prompt_moments(g: KothArrays, x):
     A prompt deviation q then has gap |u(q, ., .)| . y - u_prompt(x).
     """
     xp = _xp(x)
-    return xp.sum(x, 0).reshape(-1), xp.sum(x * xp.abs(g.u))
+    return xp.sum(x, 0).reshape(-1), _inner(x, g.a)
 
 
 def koth_hessian(g: KothArrays, dev_w, x, gaps, precise=False):
@@ -386,22 +395,20 @@ def koth_hessian(g: KothArrays, dev_w, x, gaps, precise=False):
     else:
         dtype = g.h_u.dtype
         u, u_t, ur, u_rpi, ur_kpj = g.h_u, g.h_u_t, g.h_ur, g.h_u_rpi, g.h_ur_kpj
-    x = x.astype(dtype)
+    if x.dtype != dtype:
+        x = x.astype(dtype)
     dev = dev_w.reshape(w, m * m).astype(dtype)
     u_t_flat = u_t.reshape(p * m, m)  # rows (p, r), columns i: u(p, i, r)
     ur_flat = ur.reshape(p * m, m)  # rows (p, k), columns j: u_rebel(p, k, j)
-    xa = x * xp.abs(u)
+    xa = x * (g.a if g.a.dtype == dtype else xp.abs(u))
     xu = x * u
     diag_x = xp.diagonal(x, axis1=1, axis2=2)  # x(p, k, k)
 
     # Reductions of x*C over each co-player axis, for C = 1, |u|, u, 1[k=r]: over p -> (k, r)
     # weights of prompt deviations; over k -> (p, r) of king ones; over r -> (p, k) of rebel ones.
-    def reductions(v):
-        return xp.sum(v, 0), xp.sum(v, 1), xp.sum(v, 2)
-
-    r_one = reductions(x)
-    r_a = reductions(xa)
-    r_u = reductions(xu)
+    r_one = _axis_sums(x)
+    r_a = _axis_sums(xa)
+    r_u = _axis_sums(xu)
     r_d = (xp.diag(xp.sum(diag_x, 0)), diag_x, diag_x)
     r_rebel = tuple(-ru - rd for ru, rd in zip(r_u, r_d))
 
@@ -412,8 +419,8 @@ def koth_hessian(g: KothArrays, dev_w, x, gaps, precise=False):
 
     owner = np.concatenate([np.zeros(w, np.int32), np.ones(m, np.int32), np.full(m, 2, np.int32)])
     dc = xp.stack([dev_moments(r_a), dev_moments(r_u), dev_moments(r_rebel)])  # (3, n): E[D_b C_X]
-    e_uu = xp.sum(xu * u)
-    e_au = xp.sum(xa * u)
+    e_uu = _inner(xu, u)
+    e_au = _inner(xa, u)
     e_d = xp.sum(diag_x)
     cc = xp.stack(
         [

@@ -162,16 +162,17 @@ def power_fit(lams: np.ndarray, x1: np.ndarray, x2: np.ndarray, x3: np.ndarray, 
     d1, d2 = x2 - x1, x3 - x2
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(np.abs(d1) > 1e-15, d2 / d1, np.nan)
-    fits = (ratio > 0.0) & (ratio < np.log(l3 / l2) / np.log(l2 / l1))
-    lo, hi = np.full(x1.shape, 1e-6), np.full(x1.shape, max_alpha)
+    fits = np.flatnonzero((ratio > 0.0) & (ratio < np.log(l3 / l2) / np.log(l2 / l1)))
+    ratio = ratio[fits]  # bisect only these (on a branch's point most probabilities do not move)
+    lo, hi = np.full(ratio.shape, 1e-6), np.full(ratio.shape, max_alpha)
     for _ in range(50):
         alpha = 0.5 * (lo + hi)
         slower = (l3**-alpha - l2**-alpha) / (l2**-alpha - l1**-alpha) > ratio
         lo, hi = np.where(slower, alpha, lo), np.where(slower, hi, alpha)
     alpha = 0.5 * (lo + hi)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tail = d2 * l3**-alpha / (l3**-alpha - l2**-alpha)
-    return np.where(fits, x3 - tail, x3)
+    out = np.array(x3, dtype=np.float64)
+    out[fits] -= d2[fits] * l3**-alpha / (l3**-alpha - l2**-alpha)
+    return out
 
 
 class BranchLimit:

@@ -31,9 +31,11 @@ from eqarena.solvers.nash import BranchMonitor, deviation_ratings
 
 LANES = 16  # games traced side by side
 RECORD = 32  # accepted points per lane and call; the monitor then replays them
-# A single lane's attempts run on this many prompts wherever the others carry no mass
-# (`_batched_trace._attempt`); on games of more than twice as many prompts.
-KEPT_ROWS = 64
+# A single lane's attempts run on the fewest of these many prompts that hold all that carry mass
+# (`_batched_trace._attempt`); tiers below half the game's (padded) prompts. On 500 x 17 bootstrap
+# replicates (~316 distinct prompts) the prompts carry mass on all rows up to lambda ~ 100, on ~120
+# rows up to ~1e3 and on ~10 beyond.
+KEPT_ROWS = (16, 64, 128)
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,8 +74,8 @@ def batched_nash(
     The games share their number of models. Each lane holds its game's tensor padded to `prompts`
     prompts (default: the largest game's) with prompts of target mass 0, which never carry mass; a
     fixed `prompts` and `lanes` keep one compilation for any set of games. With one lane the trace
-    is not vmapped, and its attempts run on the `KEPT_ROWS` prompts of highest logit wherever the
-    others carry no mass (as the one-by-one trace prunes them).
+    is not vmapped, and its attempts run on the fewest `KEPT_ROWS` prompts of highest logit that hold
+    all that carry mass (as the one-by-one trace prunes the others).
     """
     if not games:
         return []
@@ -99,7 +101,7 @@ def batched_nash(
     for lane, g in enumerate(game_of):
         load(lane, g if g is not None else 0)  # an idle lane traces game 0 and is ignored
     if lanes == 1:
-        rows = KEPT_ROWS if p > 2 * KEPT_ROWS else None
+        rows = tuple(r for r in KEPT_ROWS if 2 * r < p) or None
         run = functools.partial(trace.run_lane, **static, rows=rows)
     else:
         run = functools.partial(trace.run_lanes, **static)
