@@ -259,7 +259,7 @@ def koth_arrays(u, xp=np) -> KothArrays:
     if xp is jnp:
         u = jnp.asarray(u)
         return _jit_koth_arrays(u, jnp.float32)
-    return _koth_arrays(np.asarray(u, dtype=np.float64), np.float64)
+    return _koth_arrays(np.asarray(u, dtype=np.float64), np.float32)
 
 
 def _hessian_layouts(u, dtype):
@@ -486,7 +486,7 @@ class KothDual:
     def hessian(self, x, gaps, precise=False):
         if self.jit:
             return np.asarray(_jit_koth_hessian(self.g, self.dev_w, x, jnp.asarray(gaps), precise=precise))
-        return koth_hessian(self.g, self.dev_w, x, gaps)  # float64 layouts
+        return koth_hessian(self.g, self.dev_w, x, gaps, precise)
 
     def prompt_moments(self, x) -> tuple[np.ndarray, float]:
         y, value = (_jit_koth_prompt_moments if self.jit else koth_prompt_moments)(self.g, x)

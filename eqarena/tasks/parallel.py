@@ -48,6 +48,7 @@ def _start_worker(parent: int, barrier, stopped) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the parent died before prctl
         os._exit(1)
+    _keep_freed_memory()
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                                " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
     for variable in BLAS_THREAD_VARIABLES:  # read by each BLAS library as it loads
@@ -58,6 +59,28 @@ def _start_worker(parent: int, barrier, stopped) -> None:
     import threadpoolctl
 
     threadpoolctl.threadpool_limits(1)  # and the ones loaded before (NumPy's, by the command's own module)
+
+
+# glibc's malloc (mallopt parameters): blocks below this many bytes come from the heap ...
+_M_MMAP_THRESHOLD, _HEAP_BLOCKS_BELOW = -3, 64 << 20
+# ... and freed memory at its top goes back to the kernel only beyond this many bytes.
+_M_TRIM_THRESHOLD, _HEAP_KEPT = -1, 256 << 20
+
+
+def _keep_freed_memory() -> None:
+    """Let this worker's heap keep the memory it frees (glibc; elsewhere nothing is done).
+
+    A replicate's solve allocates and frees arrays the size of its joint (hundreds of kB) thousands
+    of times. glibc's adaptive thresholds may hand that memory back to the kernel after each call,
+    and every new array then faults its pages in again: measured on 500 x 17 prompt replicates,
+    3,900 page faults and 37.6 ms per CCE replicate, against 1 fault and 25.4 ms with these limits.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, _HEAP_BLOCKS_BELOW)
+        mallopt(_M_TRIM_THRESHOLD, _HEAP_KEPT)
 
 
 def _install_solver(solver: bytes) -> None:
