@@ -477,6 +477,7 @@ class KothDual:
         self.log_tp, self.log_tk, self.log_tr = (xp.asarray(v) for v in log_targets)
         self.log_support = None if support is None else xp.asarray(np.where(support, 0.0, -np.inf))
         self.dev_w = None
+        self._precise_g: KothArrays | None = None
 
     def set_working_set(self, dev_w: np.ndarray) -> None:
         self.dev_w = jnp.asarray(dev_w) if self.jit else dev_w
@@ -493,7 +494,11 @@ class KothDual:
     def hessian(self, x, gaps, precise=False):
         if self.jit:
             return np.asarray(_jit_koth_hessian(self.g, self.dev_w, x, jnp.asarray(gaps), precise=precise))
-        return koth_hessian(self.g, self.dev_w, x, gaps, precise)
+        if precise and self.g.h_u.dtype != np.float64:  # float64 layouts, built once, when first needed
+            if self._precise_g is None:
+                self._precise_g = _koth_arrays(self.g.u, np.float64)
+            return koth_hessian(self._precise_g, self.dev_w, x, gaps)
+        return koth_hessian(self.g, self.dev_w, x, gaps)
 
     def prompt_moments(self, x) -> tuple[np.ndarray, float]:
         y, value = (_jit_koth_prompt_moments if self.jit else koth_prompt_moments)(self.g, x)
