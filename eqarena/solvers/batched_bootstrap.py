@@ -32,7 +32,7 @@ from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_k
 
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
-_UNIT_MAX_MODELS = 70  # `batches_pay`
+_UNIT_MAX_MODELS = 200  # `batches_pay`
 
 
 def batched_replicates(solver, method: str, scheme: str, replicates: int | range) -> tuple[np.ndarray, np.ndarray, int]:
@@ -102,13 +102,13 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
 
 def batches_pay(shape) -> bool:
     """Whether a worker's unit of NE replicates of a (P, M, M) game is solved faster as one batch (on
-    one lane: `batched_nash`, not vmapped) than one by one on this machine's CPU: up to 70 models
-    (beyond, the dense (2M+3) solves, the same in both, dominate and the lane's padding loses).
-    Measured per replicate, compiled, one process (up to 24 prompt replicates), lane against one by
-    one: 80 x 5 12 against 22 ms, 40 x 20 24 against 57, 300 x 8 22 against 49, 500 x 17 72 against
-    100, 805 x 12 34 against 51, 100 x 40 101 against 110, 50 x 64 137 against 166, 18 x 65 93 against
-    98; 50 x 80 229 against 200, 50 x 100 592 against 410. CCE units stay one by one (their batches
-    compile for every batch size and lose)."""
+    one lane: `batched_nash`, not vmapped) than one by one on this machine's CPU: up to 200 models, the
+    largest measured. Measured per replicate, compiled, one process with a worker's heap settings (up to
+    24 prompt replicates), lane against one by one: 80 x 5 9 against 19 ms, 40 x 20 23 against 55,
+    300 x 8 18 against 47, 500 x 17 55 against 91, 805 x 12 30 against 47, 100 x 40 74 against 107,
+    50 x 64 80 against 123, 18 x 65 59 against 106, 50 x 80 136 against 198, 50 x 100 317 against 420,
+    50 x 140 406 against 665, 40 x 200 1529 against 2549 (the lane's late attempts run on 16 rows).
+    CCE units stay one by one (their batches compile for every batch size and lose)."""
     return shape[1] <= _UNIT_MAX_MODELS
 
 

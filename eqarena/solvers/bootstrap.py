@@ -263,7 +263,7 @@ def bootstrap_ratings(
     or that end above 1e-6, are re-solved one by one: diagnostics["fallback"]); False solves every
     replicate one by one; None (default) is True when JAX runs on an accelerator, where it pays
     (bench/batched.py), and on a CPU solves each unit of NE replicates as one batch on one lane where
-    that pays (`batched_bootstrap.batches_pay`: up to 70 models). settling: stop before `replicates` once the
+    that pays (`batched_bootstrap.batches_pay`: up to 200 models). settling: stop before `replicates` once the
     intervals settle (`Settling`; not for the methods batched in this process); diagnostics["stopped"]
     says why the bootstrap ended.
     progress: called with the number of replicates done (per method and scheme) as they complete.
