@@ -291,6 +291,32 @@ def test_neighbour_search_at_scale_finds_exactly_the_brute_force_pairs():
     np.testing.assert_allclose(dist, ((y[pairs[:, 0]] - y[pairs[:, 1]]) ** 2).sum(1))
 
 
+def _brute_force_pairs(y, radius_sq):
+    d = ((y[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+    a, b = np.nonzero(np.triu(d <= radius_sq, k=1))
+    return {(int(i), int(j)) for i, j in zip(a, b)}
+
+
+@pytest.mark.parametrize("spread", ["separated", "crowded"])
+def test_neighbour_search_on_a_replicate_sized_set_finds_exactly_the_brute_force_pairs(spread):
+    """300 rows in 400 dimensions. Separated (a few planted near copies): the projected k-d tree's
+    candidates are confirmed. Crowded (rows all close, so that an 8-dimensional projection separates
+    almost no pair): the dense distances are used. Both find exactly the brute-force pairs."""
+    rng = np.random.default_rng(10)
+    if spread == "separated":
+        y = rng.normal(size=(300, 400))
+        y[200:240] = y[:40] + rng.normal(scale=0.002, size=(40, 400))
+        radius_sq = 0.05**2
+    else:
+        y = rng.normal(scale=0.01, size=(300, 400))
+        radius_sq = 0.08  # about the median squared distance, 2 * 400 * 0.01^2
+    pairs, dist = _neighbour_pairs(y, radius_sq)
+    expected = _brute_force_pairs(y, radius_sq)
+    assert 40 <= len(expected) < 300 * 299 // 2
+    assert {tuple(sorted(map(int, pr))) for pr in pairs} == expected
+    np.testing.assert_allclose(dist, ((y[pairs[:, 0]] - y[pairs[:, 1]]) ** 2).sum(1), rtol=1e-9, atol=1e-12)
+
+
 def test_near_clone_prompts_at_scale_share_mass_like_the_dense_solution():
     """A near-clone pair in a big game gets the same split as in a small game holding only them."""
     rng = np.random.default_rng(9)

@@ -37,7 +37,9 @@ DEFAULT_KERNEL_VARIANCE = 1e-6
 _NEGLIGIBLE_LOG_KERNEL = 37.0
 # Rows with K >= 1 - 1e-12 are merged as clones (keeps the reduced problem well conditioned).
 _CLONE_LOG_KERNEL = 1e-12
-_DENSE_NEIGHBOUR_LIMIT = 64
+_DENSE_NEIGHBOUR_LIMIT = 64  # rows up to which neighbour pairs come from dense distances
+_DENSE_NEIGHBOUR_MAX = 4096  # ... and up to which they do when a projection separates too few pairs
+_DENSE_CANDIDATES_PER_ROW = 8
 _MAX_COMPONENT = 2000
 
 
@@ -277,22 +279,21 @@ def _components(n: int, pairs: np.ndarray) -> tuple[int, np.ndarray]:
 
 
 def _neighbour_pairs(y: np.ndarray, radius_sq: float) -> tuple[np.ndarray, np.ndarray]:
-    """All pairs (a < b) with ||y_a - y_b||^2 <= radius_sq and their squared distances; no dense A x A
-    beyond `_DENSE_NEIGHBOUR_LIMIT` rows.
+    """All pairs (a < b) with ||y_a - y_b||^2 <= radius_sq and their squared distances.
 
     An orthonormal projection never increases distances: candidate pairs come from a k-d tree on an
     8-dimensional projection (no false negatives), are thinned on a wider projection, then confirmed
     with exact distances. At 316 x 289 (a bootstrap replicate's prompts) this takes 0.3 ms where the
-    dense distances take 1.1 ms.
+    dense distances take 1.1 ms. Where the projection separates too few pairs (close rows in many
+    dimensions: 245,545 of the 323,610 pairs of an 805 x 200 score table's prompts) and there are at
+    most `_DENSE_NEIGHBOUR_MAX` rows, the dense distances are computed instead.
     """
     n = len(y)
     empty = np.zeros((0, 2), dtype=np.int64), np.zeros(0)
     if n < 2:
         return empty
     if n <= _DENSE_NEIGHBOUR_LIMIT:
-        d = _squared_distances(y, y)
-        a, b = np.nonzero(np.triu(d <= radius_sq, k=1))
-        return np.stack([a, b], axis=1), d[a, b]
+        return _dense_neighbour_pairs(y, radius_sq)
     basis = _projection_basis(y.shape[1])
     centred = y - y.mean(0)
     radius = np.sqrt(radius_sq) * (1 + 1e-9)
@@ -300,12 +301,15 @@ def _neighbour_pairs(y: np.ndarray, radius_sq: float) -> tuple[np.ndarray, np.nd
     cand = scipy.spatial.cKDTree(centred @ basis[:, :narrow]).query_pairs(radius, output_type="ndarray")
     if not len(cand):
         return empty
+    if len(cand) > _DENSE_CANDIDATES_PER_ROW * n and n <= _DENSE_NEIGHBOUR_MAX:
+        return _dense_neighbour_pairs(y, radius_sq)
     involved, cand = np.unique(cand, return_inverse=True)
     cand = cand.reshape(-1, 2)
     z = centred[involved] @ basis  # the wide projection, of the rows in some candidate pair only
     keep_pairs, keep_dist = [empty[0]], [empty[1]]
-    for start in range(0, len(cand), 1 << 18):
-        c = cand[start : start + (1 << 18)]
+    chunk = max(1, (1 << 22) // y.shape[1])  # pairs whose differences take ~32 MB
+    for start in range(0, len(cand), chunk):
+        c = cand[start : start + chunk]
         dz = z[c[:, 0]] - z[c[:, 1]]
         c = involved[c[(dz * dz).sum(1) <= radius * radius]]
         diff = y[c[:, 0]] - y[c[:, 1]]
@@ -313,6 +317,12 @@ def _neighbour_pairs(y: np.ndarray, radius_sq: float) -> tuple[np.ndarray, np.nd
         keep_pairs.append(c[dist <= radius_sq])
         keep_dist.append(dist[dist <= radius_sq])
     return np.concatenate(keep_pairs), np.concatenate(keep_dist)
+
+
+def _dense_neighbour_pairs(y: np.ndarray, radius_sq: float) -> tuple[np.ndarray, np.ndarray]:
+    d = _squared_distances(y, y)
+    a, b = np.nonzero(np.triu(d <= radius_sq, k=1))
+    return np.stack([a, b], axis=1), d[a, b]
 
 
 @functools.lru_cache(maxsize=16)
