@@ -249,7 +249,7 @@ class KothArrays(NamedTuple):
 
     u: object  # king payoff u(p, k, r)
     u_t: object  # u_t[p, r, i] = u(p, i, r)
-    a: object  # |u|, the prompt player's payoff
+    a: object  # |u|, the prompt player's payoff (NumPy; None under JAX, which fuses |u| into its passes)
     h_u: object  # u
     h_u_t: object  # u_t
     h_ur: object  # rebel payoff u_rebel(p, k, j) = -u(p, k, j) - 1[k = j]
@@ -280,7 +280,13 @@ def _hessian_layouts(u, dtype):
 
 def _koth_arrays(u, dtype) -> KothArrays:
     xp = _xp(u)
-    return KothArrays(u, _contiguous(xp.transpose(u, (0, 2, 1))), xp.abs(u), *_hessian_layouts(u, dtype))
+    a = np.abs(u) if xp is np else None
+    return KothArrays(u, _contiguous(xp.transpose(u, (0, 2, 1))), a, *_hessian_layouts(u, dtype))
+
+
+def _abs_u(g: KothArrays):
+    """|u_king|: stored under NumPy, formed where it is used under JAX."""
+    return _xp(g.u).abs(g.u) if g.a is None else g.a
 
 
 def _contiguous(a):
@@ -308,7 +314,7 @@ def koth_logits(g: KothArrays, log_tp, log_tk, log_tr, dev_w, alpha_w, alpha_k, 
     # per (k, r), per (p, k) and (p, r), and the full-size terms in u and |u|.
     per_kr = log_tk[:, None] + log_tr[None, :] + alpha_r[:, None] - prompt_dev - xp.sum(alpha_r) * xp.eye(m, dtype=g.u.dtype)
     per_pkr = (rebel_sum + log_tp[:, None, None]) - king_dev
-    logits = (g.u * (xp.sum(alpha_k) - xp.sum(alpha_r)) + g.a * xp.sum(alpha_w)) + per_pkr + per_kr[None]
+    logits = (g.u * (xp.sum(alpha_k) - xp.sum(alpha_r)) + _abs_u(g) * xp.sum(alpha_w)) + per_pkr + per_kr[None]
     if log_support is not None:
         logits = logits + log_support
     return logits
@@ -327,19 +333,23 @@ def _inner(a, b):
 
 
 def _axis_sums(v):
-    """Sums of a (P, M, M) array over each axis: (M, M), (P, M), (P, M). The last two as products with
-    ones, which NumPy runs as BLAS passes (its reductions over short inner axes are ~5x slower)."""
+    """Sums of a (P, M, M) array over each axis: (M, M), (P, M), (P, M). Under NumPy the last two as
+    products with ones, which run as BLAS passes (its reductions over short inner axes are ~5x slower);
+    XLA reduces in place."""
     xp = _xp(v)
+    if xp is not np:
+        return xp.sum(v, 0), xp.sum(v, 1), xp.sum(v, 2)
     p, m, _ = v.shape
-    ones = xp.ones(m, dtype=v.dtype)
-    return xp.sum(v, 0), xp.matmul(ones, v), (v.reshape(p * m, m) @ ones).reshape(p, m)
+    ones = np.ones(m, dtype=v.dtype)
+    return v.sum(0), np.matmul(ones, v), (v.reshape(p * m, m) @ ones).reshape(p, m)
 
 
 def _current_payoffs(g: KothArrays, x):
     """u_i(x) for prompt, king, rebel (u_rebel(x) = -u_king(x) - P(k = r))."""
     xp = _xp(x)
     vk = _inner(x, g.u)
-    return g.a, [_inner(x, g.a), vk, -vk - xp.trace(xp.sum(x, 0))]
+    a = _abs_u(g)
+    return a, [_inner(x, a), vk, -vk - xp.trace(xp.sum(x, 0))]
 
 
 def _king_rebel_gaps(g: KothArrays, x, current):
@@ -376,7 +386,7 @@ def koth_prompt_moments(g: KothArrays, x):
     A prompt deviation q then has gap |u(q, ., .)| . y - u_prompt(x).
     """
     xp = _xp(x)
-    return xp.sum(x, 0).reshape(-1), _inner(x, g.a)
+    return xp.sum(x, 0).reshape(-1), _inner(x, _abs_u(g))
 
 
 def koth_hessian(g: KothArrays, dev_w, x, gaps, precise=False):
@@ -387,8 +397,8 @@ def koth_hessian(g: KothArrays, dev_w, x, gaps, precise=False):
     passed in float64). The current payoffs lie in span{|u|, u, 1[k = r]} (C_prompt = |u|,
     C_king = u, C_rebel = -u - 1[k = r]), so only x, x|u| and xu are reduced. The E[D_a D_b] are
     batched M x M products over prompts: O(P M^3) time, O(P M^2) memory. These use the dtype of the
-    `h_*` layouts, or float64 (layouts built on the fly) when `precise`; the moments with the current
-    payoffs (O(P M^2)) are float64.
+    `h_*` layouts, or float64 (layouts built on the fly) when `precise`; so do the moments with the
+    current payoffs (O(P M^2)) under JAX, which are float64 under NumPy.
     """
     xp = _xp(x)
     p, m, _ = g.u.shape
@@ -401,26 +411,33 @@ def koth_hessian(g: KothArrays, dev_w, x, gaps, precise=False):
         u, u_t, ur, u_rpi, ur_kpj = g.h_u, g.h_u_t, g.h_ur, g.h_u_rpi, g.h_ur_kpj
     dev = dev_w.reshape(w, m * m)
 
-    # Moments with the current payoffs, in float64 (O(P M^2)): reductions of x*C over each co-player
-    # axis, for C = 1, |u|, u, 1[k=r]: over p -> (k, r) weights of prompt deviations; over k -> (p, r)
-    # of king ones; over r -> (p, k) of rebel ones.
-    xa = x * g.a
-    xu = x * g.u
-    diag_x = xp.diagonal(x, axis1=1, axis2=2)  # x(p, k, k)
-    r_one = _axis_sums(x)
+    # Moments with the current payoffs (O(P M^2)): reductions of x*C over each co-player axis, for
+    # C = 1, |u|, u, 1[k=r]: over p -> (k, r) weights of prompt deviations; over k -> (p, r) of king
+    # ones; over r -> (p, k) of rebel ones. In float64 under NumPy (a float32 BLAS pass there raised
+    # spurious invalid-value warnings); in the layouts' dtype under JAX, where these passes over the
+    # joint are memory-bound (805 x 200: float64 took 5 s and 1 GB more per solve).
+    if xp is np:
+        xm, am, um, utm = x, g.a, g.u, g.u_t
+    else:
+        xm, am, um, utm = x.astype(dtype), xp.abs(u), u, u_t
+    dev = dev.astype(xm.dtype)
+    xa = xm * am
+    xu = xm * um
+    diag_x = xp.diagonal(xm, axis1=1, axis2=2)  # x(p, k, k)
+    r_one = _axis_sums(xm)
     r_a = _axis_sums(xa)
     r_u = _axis_sums(xu)
     r_d = (xp.diag(xp.sum(diag_x, 0)), diag_x, diag_x)
     r_rebel = tuple(-ru - rd for ru, rd in zip(r_u, r_d))
 
     def dev_moments(r):  # E[D_b C] for the three deviation blocks b; u_rebel(p, k, j) = -u(p, k, j) - 1[k = j]
-        rebel = -(r[2].reshape(p * m) @ g.u.reshape(p * m, m)) - xp.sum(r[2], 0)
-        return xp.concatenate([dev @ r[0].reshape(m * m), r[1].reshape(p * m) @ g.u_t.reshape(p * m, m), rebel])
+        rebel = -(r[2].reshape(p * m) @ um.reshape(p * m, m)) - xp.sum(r[2], 0)
+        return xp.concatenate([dev @ r[0].reshape(m * m), r[1].reshape(p * m) @ utm.reshape(p * m, m), rebel])
 
     owner = np.concatenate([np.zeros(w, np.int32), np.ones(m, np.int32), np.full(m, 2, np.int32)])
     dc = xp.stack([dev_moments(r_a), dev_moments(r_u), dev_moments(r_rebel)])  # (3, n): E[D_b C_X]
-    e_uu = _inner(xu, g.u)
-    e_au = _inner(xa, g.u)
+    e_uu = _inner(xu, um)
+    e_au = _inner(xa, um)
     e_d = xp.sum(diag_x)
     cc = xp.stack(
         [
@@ -453,7 +470,7 @@ def koth_hessian(g: KothArrays, dev_w, x, gaps, precise=False):
     dd = xp.block([[dd_ww, dd_wk, dd_wr], [dd_wk.T, dd_kk, dd_kr], [dd_wr.T, dd_kr.T, dd_rr]])
 
     d_c = dc[owner, :].T  # [a, b] = E[D_a C_owner(b)]
-    second = dd.astype(gaps.dtype) - d_c - d_c.T + cc[owner][:, owner]
+    second = (dd - d_c - d_c.T + cc[owner][:, owner]).astype(gaps.dtype)
     return second - xp.outer(gaps, gaps)
 
 

@@ -40,6 +40,7 @@ _CLONE_LOG_KERNEL = 1e-12
 _DENSE_NEIGHBOUR_LIMIT = 64  # rows up to which neighbour pairs come from dense distances
 _DENSE_NEIGHBOUR_MAX = 4096  # ... and up to which they do when a projection separates too few pairs
 _DENSE_CANDIDATES_PER_ROW = 8
+_PROJECTED_MAX_FEATURES = 1024  # ... or when rows have more features than this
 _MAX_COMPONENT = 2000
 
 
@@ -284,15 +285,15 @@ def _neighbour_pairs(y: np.ndarray, radius_sq: float) -> tuple[np.ndarray, np.nd
     An orthonormal projection never increases distances: candidate pairs come from a k-d tree on an
     8-dimensional projection (no false negatives), are thinned on a wider projection, then confirmed
     with exact distances. At 316 x 289 (a bootstrap replicate's prompts) this takes 0.3 ms where the
-    dense distances take 1.1 ms. Where the projection separates too few pairs (close rows in many
-    dimensions: 245,545 of the 323,610 pairs of an 805 x 200 score table's prompts) and there are at
-    most `_DENSE_NEIGHBOUR_MAX` rows, the dense distances are computed instead.
+    dense distances take 1.1 ms. Up to `_DENSE_NEIGHBOUR_MAX` rows the dense distances are computed
+    instead where rows have many features (projecting them costs more), or where the projection
+    separates too few pairs (close rows in many dimensions).
     """
     n = len(y)
     empty = np.zeros((0, 2), dtype=np.int64), np.zeros(0)
     if n < 2:
         return empty
-    if n <= _DENSE_NEIGHBOUR_LIMIT:
+    if n <= _DENSE_NEIGHBOUR_LIMIT or (n <= _DENSE_NEIGHBOUR_MAX and y.shape[1] > _PROJECTED_MAX_FEATURES):
         return _dense_neighbour_pairs(y, radius_sq)
     basis = _projection_basis(y.shape[1])
     centred = y - y.mean(0)
