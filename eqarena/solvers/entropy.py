@@ -39,7 +39,7 @@ _NEGLIGIBLE_LOG_KERNEL = 37.0
 _CLONE_LOG_KERNEL = 1e-12
 _DENSE_NEIGHBOUR_LIMIT = 64  # rows up to which neighbour pairs come from dense distances
 _DENSE_NEIGHBOUR_MAX = 4096  # ... and up to which they do when a projection separates too few pairs
-_DENSE_CANDIDATES_PER_ROW = 8
+_DENSE_CANDIDATES_PER_ROW = 8  # too few: the projection leaves more candidate pairs than this per row
 _PROJECTED_MAX_FEATURES = 1024  # ... or when rows have more features than this
 _MAX_COMPONENT = 2000
 
