@@ -131,7 +131,7 @@ def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
         return *_attempt_on(lane, u, a, log_t, opts, antisymmetric), jnp.bool_(False)
 
     branches = [functools.partial(on_kept_rows, size) for size in rows] + [on_all_rows]
-    tier = jnp.searchsorted(jnp.asarray(rows), count)  # the first tier that holds the alive rows, else all
+    tier = jnp.sum(jnp.asarray(rows) < count)  # the first tier that holds the alive rows, else all
     return lax.switch(tier, branches, None)
 
 
@@ -145,10 +145,8 @@ def _attempt_on(lane: Lane, u, a, log_t, opts, antisymmetric):
     ok = jnp.all(jnp.isfinite(new_tangent)) & (new_tangent @ lane.tangent > 0.0)
     weights = _weights(point, m)
 
-    def correcting(c: _Corrector):
-        return c.status == 0
-
-    def correct(c: _Corrector):
+    def judge(c: _Corrector):
+        """`trace_branch`'s tests of the correction in hand: move by it, or stop (converged, rejected)."""
         dist = jnp.linalg.norm(weights * c.correction)
         too_far = ~jnp.isfinite(dist) | (dist >= max_distance)
         decel = jnp.maximum(c.decel, jnp.sqrt(dist / max_distance) * max_accel)
@@ -161,16 +159,19 @@ def _attempt_on(lane: Lane, u, a, log_t, opts, antisymmetric):
         iteration = c.iteration + 1
         rejected = too_far | diverging | (~converged & (iteration >= max_corrector))
         status = jnp.where(too_far | diverging, 2, jnp.where(converged, 1, jnp.where(rejected, 2, 0)))
-        _, chord, xs_c, values_c = _koth_chord_impl(moved, jac, u, a, log_t, jnp)
-        going = status == 0
-        keep = lambda new, old: jax.tree_util.tree_map(lambda n, o: jnp.where(going, n, o), new, old)  # noqa: E731
-        return _Corrector(jnp.where(too_far | diverging, c.point, moved), keep(chord, c.correction),
-                          keep(xs_c, c.marginals), keep(values_c, c.values), iteration, dist, decel, status,
-                          c.evaluations + going)
+        return c._replace(point=jnp.where(too_far | diverging, c.point, moved), iteration=iteration, previous=dist,
+                          decel=decel, status=status)
 
-    first = _Corrector(point, correction, tuple(xs), tuple(values), jnp.int32(0), jnp.float64(0.0),
-                       1.0 / max_accel, jnp.where(ok, 0, 2), jnp.int32(0))
-    end = lax.while_loop(correcting, correct, first)
+    def correct(c: _Corrector):
+        """A chord step from the moved point (only while correcting: no evaluation is wasted), judged."""
+        _, chord, xs_c, values_c = _koth_chord_impl(c.point, jac, u, a, log_t, jnp)
+        return judge(c._replace(correction=chord, marginals=xs_c, values=values_c, evaluations=c.evaluations + 1))
+
+    start = _Corrector(point, correction, tuple(xs), tuple(values), jnp.int32(0), jnp.float64(0.0),
+                       1.0 / max_accel, jnp.int32(0), jnp.int32(0))
+    judged = judge(start)
+    first = judged._replace(status=jnp.where(ok, judged.status, 2))
+    end = lax.while_loop(lambda c: c.status == 0, correct, first)
     return end.status == 1, end.point, new_tangent, end.decel, end.marginals, end.values, end.evaluations
 
 
