@@ -141,8 +141,10 @@ def _run(command: list[str], timeout: float, cwd: Path, env: dict, output) -> Me
 
 
 # As `eqarena rate` runs it: two worker processes (a batched solve where the version has one and JAX
-# runs on an accelerator), with the persistent compilation cache the `eqarena` command sets up (so a
-# version whose workers compile reads the compilations of an earlier run back, as `rate` would).
+# runs on an accelerator), started first, so that they import while this process does (`rate` starts them
+# before it assembles and solves the full data), with the persistent compilation cache the `eqarena`
+# command sets up (so a version whose workers compile reads the compilations of an earlier run back, as
+# `rate` would).
 BOOTSTRAP_SNIPPET = """
 if __name__ == "__main__":
     try:
@@ -150,9 +152,14 @@ if __name__ == "__main__":
         use_compile_cache()
     except ImportError:  # a version from before the cache
         pass
+    from eqarena.tasks.parallel import process_map
+    try:
+        from eqarena.tasks.parallel import prewarm_workers
+        prewarm_workers(2)
+    except ImportError:  # a version from before workers started ahead
+        pass
     from eqarena.solvers import synthetic_king_tensor
     from eqarena.solvers.bootstrap import bootstrap_ratings
-    from eqarena.tasks.parallel import process_map
     u = synthetic_king_tensor(500, 17, seed=0)
     out = bootstrap_ratings(u, ["ne", "cce"], replicates=200, seed=0, schemes=("prompts",), map_units=process_map(2))
     print(max(r.diagnostics["max_exploitability"] for r in out))

@@ -33,6 +33,10 @@ from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_k
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
 _UNIT_MAX_MODELS = 200  # `batches_pay`
+# A single lane pads its games to a multiple of this many prompts (`_cce_dual.bucket`): an attempt on all
+# rows costs about as much as its rows, and each size compiles once. 500-prompt replicates (~316 distinct
+# prompts, at most ~335 in a unit of 24) pad to 352.
+_LANE_PROMPTS_QUANTUM = 32
 
 
 def batched_replicates(solver, method: str, scheme: str, replicates: int | range) -> tuple[np.ndarray, np.ndarray, int]:
@@ -89,7 +93,7 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
         games.append(koth_game(ub))
         targets.append(selection_targets(games[-1], target))
     if lanes == 1:  # a single lane's work grows with its padding: pad only to a bucket of its games' prompts
-        prompts = min(prompts, bucket(max(g.num_actions[0] for g in games), 64))
+        prompts = min(prompts, bucket(max(g.num_actions[0] for g in games), _LANE_PROMPTS_QUANTUM))
     fallback = 0
     for b, end in enumerate(batched_nash(games, targets, prompts=prompts, lanes=lanes)):
         if end is not None and end.exploitability <= GUARANTEE:

@@ -167,8 +167,8 @@ def process_map(workers: int) -> UnitMap:
         except BaseException:
             terminate_pool(pool)
             raise
-        if not _keep(pool):
-            pool.shutdown()
+        if not _keep(pool):  # every unit is back and the workers idle: stop them now (an orderly
+            terminate_pool(pool)  # exit of theirs, tearing down XLA, costs ~0.25 s and saves nothing)
 
     return run
 
