@@ -9,19 +9,29 @@ fixture is built once."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tarfile
 import tempfile
 from pathlib import Path
 
+
+def _throw_away_folder(prefix: str) -> str:
+    """A new temporary folder, removed when this test process exits."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 # Prefect reads its settings when first imported: point it at a throw-away home before that.
-_PREFECT_HOME = tempfile.mkdtemp(prefix="eqarena-prefect-")
+_PREFECT_HOME = _throw_away_folder("eqarena-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry calls to the internet
 os.environ.pop("EQARENA_DB", None)
-os.environ["EQARENA_JAX_CACHE"] = tempfile.mkdtemp(prefix="eqarena-jax-")  # compiled solvers, never in ~/.cache
+os.environ["EQARENA_JAX_CACHE"] = _throw_away_folder("eqarena-jax-")  # compiled solvers, never in ~/.cache
 for _secret in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
     os.environ.pop(_secret, None)
 

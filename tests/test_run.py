@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ def demo(tmp_path_factory):
     """`eqarena run --db … --out …` in its own process with its own Prefect home (as a user runs it)."""
     tmp = tmp_path_factory.mktemp("demo")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env["PREFECT_HOME"] = tempfile.mkdtemp(prefix="eqarena-demo-prefect-")
+    env["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect-home"))
     env.pop("EQARENA_DB", None)
     cmd = [sys.executable, "-c", "from eqarena.cli import main; main()", "run",
            "--db", str(tmp / "demo.duckdb"), "--out", str(tmp / "out")]
