@@ -73,11 +73,11 @@ def polish(
     mass in any split, and the branch's split still moves with the mass off the support.
     """
     payoffs, groups, split, sub = _merged_support_game(game, xs, supports)
-    sub, iterations, converged = _gauss_newton(payoffs, sub, max_iterations, tol)
+    sub, iterations, converged, jac = _gauss_newton(payoffs, sub, max_iterations, tol)
     if not converged or min(float(x.min()) for x in sub) < -1e-10:
         return None, iterations, False
     regular = (
-        _full_rank(_support_system(payoffs, sub, np.zeros(len(sub)))[1])
+        _full_rank(jac)
         and min(float(x.min()) for x in sub) > _MIN_SUPPORT_MASS
         and all(_whole_game_clones(game, i, s, g) for i, (s, g) in enumerate(zip(supports, groups)))
     )
@@ -96,7 +96,7 @@ def project(
     total = 0
     for _ in range(rounds):
         payoffs, groups, split, sub = _merged_support_game(game, xs, supports)
-        sub, iterations, converged = _gauss_newton(payoffs, sub, 25, 1e-13)
+        sub, iterations, converged, _ = _gauss_newton(payoffs, sub, 25, 1e-13)
         total += iterations
         if not converged:
             return None, total
@@ -149,10 +149,11 @@ def _merged_support_game(game: Game, xs, supports):
     return payoffs, groups, split, sub
 
 
-def _support_system(payoffs: np.ndarray, sub, w: np.ndarray):
-    """Residual and Jacobian of u_i(a, x_-i) = w_i (a in S_i), sum_a x_i,a = 1 in (x_1, ..., x_N, w_1, ..., w_N)."""
+def _support_system(payoffs: np.ndarray, sub, w: np.ndarray, blocks=None):
+    """Residual and Jacobian of u_i(a, x_-i) = w_i (a in S_i), sum_a x_i,a = 1 in (x_1, ..., x_N, w_1, ..., w_N)
+    (the Jacobian does not depend on w). blocks: `dense_value_blocks(payoffs, sub)` if already at hand."""
     n = len(sub)
-    values, blocks = dense_value_blocks(payoffs, sub)
+    values, blocks = blocks or dense_value_blocks(payoffs, sub)
     residual = np.concatenate([values[i] - w[i] for i in range(n)] + [[x.sum() - 1.0 for x in sub]])
     offsets = np.concatenate([[0], np.cumsum([len(x) for x in sub])]).astype(int)
     total = int(offsets[-1])
@@ -173,17 +174,20 @@ def _full_rank(jac: np.ndarray) -> bool:
 
 
 def _gauss_newton(payoffs: np.ndarray, sub, max_iterations: int, tol: float):
-    """Minimum-norm Gauss-Newton on the support equations; returns (merged xs, iterations, converged)."""
+    """Minimum-norm Gauss-Newton on the support equations; returns (merged xs, iterations, converged,
+    the Jacobian at the merged xs returned)."""
     offsets = np.concatenate([[0], np.cumsum([len(x) for x in sub])]).astype(int)
-    values, _ = dense_value_blocks(payoffs, sub)
-    w = np.array([float(v @ x) for v, x in zip(values, sub)])
+    blocks = dense_value_blocks(payoffs, sub)
+    w = np.array([float(v @ x) for v, x in zip(blocks[0], sub)])
     previous = np.inf
     iteration = 0
+    jac = None
     for iteration in range(1, max_iterations + 1):
-        residual, jac = _support_system(payoffs, sub, w)
+        residual, jac = _support_system(payoffs, sub, w, blocks)
+        blocks = None
         size = float(np.max(np.abs(residual)))
         if size <= tol:
-            return sub, iteration, True
+            return sub, iteration, True, jac
         if iteration > 3 and size > 0.25 * previous:  # no quadratic convergence: not a solution set
             break
         previous = size
@@ -192,7 +196,8 @@ def _gauss_newton(payoffs: np.ndarray, sub, max_iterations: int, tol: float):
             break
         sub = [x + delta[offsets[i] : offsets[i + 1]] for i, x in enumerate(sub)]
         w = w + delta[offsets[-1] :]
-    return sub, iteration, False
+        jac = None  # not at the new sub
+    return sub, iteration, False, jac
 
 
 def branch_supports(values: Sequence[np.ndarray], lam: float, gap: float) -> list[np.ndarray]:
