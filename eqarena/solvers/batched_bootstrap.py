@@ -108,9 +108,9 @@ def batches_pay(shape) -> bool:
     """Whether a worker's unit of NE replicates of a (P, M, M) game is solved faster as one batch (on
     one lane: `batched_nash`, not vmapped) than one by one on this machine's CPU: up to 200 models, the
     largest measured. Measured per replicate, compiled, one process with a worker's heap settings (up to
-    24 prompt replicates), lane against one by one: 80 x 5 9 against 19 ms, 40 x 20 23 against 55,
-    300 x 8 18 against 47, 500 x 17 55 against 91, 805 x 12 30 against 47, 100 x 40 74 against 107,
-    50 x 64 80 against 123, 18 x 65 59 against 106, 50 x 80 136 against 198, 50 x 100 317 against 420,
+    24 prompt replicates), lane against one by one: 80 x 5 8 against 19 ms, 40 x 20 23 against 55,
+    300 x 8 18 against 47, 500 x 17 47 against 87, 805 x 12 30 against 47, 100 x 40 74 against 107,
+    50 x 64 80 against 123, 18 x 65 48 against 94, 50 x 80 136 against 198, 50 x 100 317 against 420,
     50 x 140 406 against 665, 40 x 200 1529 against 2549 (the lane's late attempts run on 16 rows).
     CCE units stay one by one (their batches compile for every batch size and lose)."""
     return shape[1] <= _UNIT_MAX_MODELS
