@@ -17,6 +17,7 @@ Cases and the goals they are held to (2 cores):
   boot-500x17     200 NE + 200 CCE bootstrap replicates of a 500 x 17 game        <= 5 s
   rate-default    default rate (bootstrap on) on the 18 x 65 table                <= 60 s
   run-bundled     `eqarena run` on the bundled data                               <= 15 s
+  run-first       the same on a machine's first run (no compiled solvers kept yet) <= 15 s
   import-3        a 3-line `eqarena import pairwise`                              <= 3 s
 """
 
@@ -54,6 +55,7 @@ CASES = (
     Case("boot-500x17", 5, None, "200 NE + 200 CCE bootstrap replicates, 500 x 17"),
     Case("rate-default", 60, None, "default rate (bootstrap on), 18 x 65"),
     Case("run-bundled", 15, None, "eqarena run on the bundled data"),
+    Case("run-first", 15, None, "the same, first run: no compiled solvers kept yet"),
     Case("import-3", 3, None, "a 3-line eqarena import pairwise"),
 )
 
@@ -189,11 +191,21 @@ def case_commands(case: str, checkout: Path, work: Path) -> tuple[list[list[str]
         return [eqarena + ["import", "scores", str(big), *with_db]], eqarena + ["rate", "--bootstrap", "0", *with_db]
     if case == "boot-500x17":
         return [], [python, "-c", BOOTSTRAP_SNIPPET]
-    if case == "run-bundled":
+    if case in ("run-bundled", "run-first"):
         return [], eqarena + ["run", *with_db, "--out", str(work / "report")]
     if case == "import-3":
         return [], eqarena + ["import", "pairwise", str(three_line_table(work / "three.csv")), *with_db]
     raise ValueError(f"unknown case {case!r}")
+
+
+def case_environment(case: str, work: Path, env: dict) -> dict:
+    """The environment a case runs in: `run-first` starts from an empty compilation cache, as the first
+    `eqarena run` after an install does (every other case keeps the compilations of earlier runs)."""
+    if case != "run-first":
+        return env
+    cache = work / "jax-cache-first-run"
+    shutil.rmtree(cache, ignore_errors=True)
+    return {**env, "EQARENA_JAX_CACHE": str(cache)}
 
 
 def main() -> None:
@@ -222,7 +234,7 @@ def main() -> None:
         if failed is not None:
             print(f"{case.name:<15} {case.what:<62} {case.goal_s:>7g} {'-':>8} {'-':>8}  set-up failed: {failed.note}")
             continue
-        measured = run(command, args.timeout, checkout, env)
+        measured = run(command, args.timeout, checkout, case_environment(case.name, work, env))
         wall = f"> {args.timeout:g}" if measured.note == "timeout" else f"{measured.seconds:.1f}"
         met = measured.ok and measured.seconds <= case.goal_s and \
             (case.goal_rss_mb is None or measured.rss_mb <= case.goal_rss_mb)
