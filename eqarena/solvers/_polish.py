@@ -175,7 +175,7 @@ def _full_rank(jac: np.ndarray) -> bool:
 
 def _gauss_newton(payoffs: np.ndarray, sub, max_iterations: int, tol: float):
     """Minimum-norm Gauss-Newton on the support equations; returns (merged xs, iterations, converged,
-    the Jacobian at the merged xs returned)."""
+    the Jacobian at the merged xs returned, or None if the last step moved them)."""
     offsets = np.concatenate([[0], np.cumsum([len(x) for x in sub])]).astype(int)
     blocks = dense_value_blocks(payoffs, sub)
     w = np.array([float(v @ x) for v, x in zip(blocks[0], sub)])
