@@ -16,6 +16,13 @@ from enum import StrEnum
 DEFAULT_DATASET = "vicuna80"      # the bundled PRD Vicuna-80 data
 DEFAULT_JUDGE = "prd:gpt4"        # its recorded GPT-4 judgments: no API call
 DEFAULT_OUT_DIR = "out"           # where reports are written
+PRD_PREFIX = "prd:"               # the judge ids of recorded PRD judgments: prd:<judge>
+ALL_PRD = "all-prd"               # every recorded PRD judge of the dataset, pooled
+
+
+def is_recorded_judge(judge: str) -> bool:
+    """Recorded judgments (`prd:<judge>`, `all-prd`) are imported by ingest; they need no judging."""
+    return judge == ALL_PRD or judge.startswith(PRD_PREFIX)
 
 
 class MissingPolicy(StrEnum):

@@ -97,7 +97,10 @@ def run(
     options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
                                analyses, yes, by)
 
-    with cli_errors(*main_job_errors()):
+    from eqarena.tasks.bootstrap_plan import planned_main_job_workers
+    from eqarena.tasks.parallel import workers_ahead
+
+    with cli_errors(*main_job_errors()), workers_ahead(planned_main_job_workers(options)):
         summary = run_pipeline("run", options, db_option(db))
     print_model_ratings(db, summary.rate_run_id)
     if options.rate.by is not None:

@@ -75,10 +75,14 @@ def rate(
     options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle, baseline=baseline,
                            style_control=style_control, category=category, by=by)
     options = replace(options, dataset=checked_dataset(dataset, db))
-    from eqarena.warehouse.tensor import IncompleteTensorError
+    from eqarena.tasks.bootstrap_plan import planned_bootstrap_workers
+    from eqarena.tasks.parallel import workers_ahead
 
-    with cli_errors(IncompleteTensorError, LookupError):
-        result = run_pipeline("rate", options, db_option(db))
+    with workers_ahead(planned_bootstrap_workers(options)):  # they import while the pipeline's modules load
+        from eqarena.warehouse.tensor import IncompleteTensorError
+
+        with cli_errors(IncompleteTensorError, LookupError):
+            result = run_pipeline("rate", options, db_option(db))
     typer.echo(f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
                f"{result.dropped}")
     print_model_ratings(db, result.run_id)

@@ -13,13 +13,12 @@ from eqarena.orchestration.runtime import publish_ratings
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import run_logger
 from eqarena.tasks.assemble import assemble
+from eqarena.tasks.bootstrap_plan import chosen_methods, planned_bootstrap_workers
 from eqarena.tasks.parallel import prewarm_workers, release_prewarmed
 from eqarena.tasks.rate_groups import rate_groups
 from eqarena.tasks.rate import (
     bootstrap_equilibria,
-    chosen_methods,
     method_battles,
-    planned_bootstrap_workers,
     rate_method,
     rate_parameters,
     Solved,

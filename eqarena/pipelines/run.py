@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 
 from eqarena import options as opts
 from eqarena.methods import parse_methods
-from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters
+from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters, is_recorded_judge
 from eqarena.orchestration.background import in_background
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import in_flow_run, run_logger
@@ -28,9 +28,9 @@ from eqarena.pipelines.ingest import ingest
 from eqarena.pipelines.rate import SolvedRun, rate
 from eqarena.pipelines.report import report
 from eqarena.tasks.analysis_io import best_king, king_rows, unwritten_marginals, unwritten_rate_game
-from eqarena.tasks.main_job import check_judge_plan, is_recorded_judge, main_job_judge
+from eqarena.tasks.main_job import check_judge_plan, main_job_judge
 from eqarena.tasks.parallel import kept_workers, prewarm_workers, release_prewarmed
-from eqarena.tasks.rate import planned_bootstrap_workers
+from eqarena.tasks.bootstrap_plan import planned_main_job_workers
 from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
 
@@ -109,8 +109,7 @@ def analyses_of(options: opts.AnalysesOptions, run: SolvedRun, db: str | None = 
 def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) -> RunSummary:
     """The main job on `options.source` with `options.judge`; returns where the warehouse and the report are."""
     report_dir(options.out_dir)  # a file in the way of the report is said before any work
-    if is_recorded_judge(options.judge):  # no judging to wait for: the bootstrap's workers start now,
-        prewarm_workers(planned_bootstrap_workers(options.rate))  # while ingest and rate prepare
+    prewarm_workers(planned_main_job_workers(options))  # while ingest and rate prepare (if no judge must judge first)
     try:
         # The bootstrap's workers, idle once it ends, then draw the report's figures beside this process.
         with kept_workers() as idle_workers:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from eqarena import warehouse
-from eqarena.options import MissingPolicy, RateOptions
+from eqarena.options import ALL_PRD, PRD_PREFIX, MissingPolicy, RateOptions
 from eqarena.orchestration.steps import step
 from eqarena.solvers.imputation import ImputationError, impute_payoffs
 from eqarena.warehouse.prompt_groups import PromptGroup, check_group, dataset_groups
@@ -24,10 +24,8 @@ from eqarena.warehouse.tensor import (
     score_judges,
 )
 
-ALL_PRD = "all-prd"
 NO_BATTLES = {key: np.zeros(0, dtype=np.float64 if key == "score" else np.int64)
               for key in ("prompt", "model_a", "model_b", "score")}
-PRD_PREFIX = "prd:"
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,22 +1,15 @@
-"""Steps of the main job (`run`, `refresh`) that are not flows of their own: which judge needs judging,
-the judge plan check before any spend, and the judge options the main job implies."""
+"""Steps of the main job (`run`, `refresh`) that are not flows of their own: the judge plan check before
+any spend, and the judge options the main job implies (which judge needs judging: `options.is_recorded_judge`)."""
 
 from __future__ import annotations
 
 import sys
 
-
 from eqarena.judge.plan import PlanSummary
 from eqarena.judge.setup import confirm_spend
 from eqarena.options import JudgeOptions, MainJobOptions, SpendCaps
 from eqarena.orchestration.steps import step, run_logger
-from eqarena.tasks.assemble import ALL_PRD, PRD_PREFIX
 from eqarena.tasks.judge_plan import plan_judge_run
-
-
-def is_recorded_judge(judge: str) -> bool:
-    """Recorded judgments (`prd:<judge>`, `all-prd`) are imported by ingest; they need no judging."""
-    return judge == ALL_PRD or judge.startswith(PRD_PREFIX)
 
 
 def main_job_judge(options: MainJobOptions, dataset: str) -> JudgeOptions:

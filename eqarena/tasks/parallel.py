@@ -131,6 +131,18 @@ def prewarm_workers(workers: int) -> None:
         _PREWARMED.append(_Workers(workers))
 
 
+@contextmanager
+def workers_ahead(workers: int) -> Iterator[None]:
+    """`prewarm_workers(workers)` now, for a bootstrap later in the block (a command calls it before it
+    imports its pipeline, so the workers import while it does); a pool no map took is stopped when the
+    block ends, however it ends."""
+    prewarm_workers(workers)
+    try:
+        yield
+    finally:
+        release_prewarmed()
+
+
 def release_prewarmed() -> None:
     """Stop a pool `prewarm_workers` started that no map took (at once: its workers may still be
     importing, and an interrupted command must not wait for them)."""

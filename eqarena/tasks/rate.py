@@ -3,7 +3,6 @@ write the run to the warehouse."""
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -12,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from eqarena import warehouse
-from eqarena.methods import RatingMethod, get_method, parse_methods
+from eqarena.methods import RatingMethod, get_method
 from eqarena.options import BootstrapOptions, RateOptions
 from eqarena.orchestration.steps import step
 from eqarena.solvers.bootstrap import SCHEMES, Settling, bootstrap_ratings
@@ -22,6 +21,7 @@ from eqarena.solvers.imputed_share import imputed_shares
 from eqarena.datasets.records import DatasetError
 from eqarena.solvers.style_features import battle_style_features
 from eqarena.solvers.win_rate import most_compared
+from eqarena.tasks.bootstrap_plan import bootstrap_workers
 from eqarena.tasks.parallel import process_map
 from eqarena.warehouse.catalog import dataset_response_texts
 from eqarena.warehouse.category_ratings import GroupRecord
@@ -29,9 +29,6 @@ from eqarena.warehouse.ratings import EquilibriumRecord, IntervalRecord, MethodR
 from eqarena.warehouse.runs import RunRecord
 from eqarena.warehouse.snapshot import publish_snapshot
 from eqarena.warehouse.tensor import PayoffTensor
-
-# Below this many replicate solves the worker processes' start-up (~2 s) costs more than it saves.
-_PARALLEL_FROM = 200
 
 
 def rate_parameters(options: RateOptions, methods: tuple[str, ...], judges: list[str]) -> dict:
@@ -46,23 +43,6 @@ def rate_parameters(options: RateOptions, methods: tuple[str, ...], judges: list
     if options.by is not None:
         parameters["by"] = options.by.value
     return parameters
-
-
-def chosen_methods(options: RateOptions) -> tuple[str, ...]:
-    """`options.methods` (None: the defaults), with `winrate` when a baseline is named and `bt-style`
-    under style control."""
-    methods = parse_methods(options.methods)
-    extra = (("winrate",) if options.baseline is not None else ()) + (("bt-style",) if options.style_control else ())
-    return parse_methods(methods + extra) if extra else methods
-
-
-def planned_bootstrap_workers(options: RateOptions) -> int:
-    """Worker processes `bootstrap_equilibria` will solve on, as far as the options tell (0: none; it
-    may still use fewer once the data is known): to start them ahead of it (`parallel.prewarm_workers`)."""
-    methods = [m for m in chosen_methods(options) if get_method(m).is_equilibrium]
-    if options.bootstrap.replicates < 2 or options.bootstrap.replicates * len(methods) < _PARALLEL_FROM:
-        return 0
-    return min(2, os.cpu_count() or 1)
 
 
 @step("method_battles")
@@ -217,7 +197,7 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
         return [], {}
     schemes = SCHEMES if len(battles.get("score", ())) else ("prompts",)
     solves = replicates * len(full) * len(schemes)
-    workers = min(2, os.cpu_count() or 1) if solves >= _PARALLEL_FROM else 1
+    workers = bootstrap_workers(solves)
     start = time.perf_counter()
     settling = Settling(tol=options.settle) if options.settle > 0 else None
     results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
