@@ -9,7 +9,7 @@ import pytest
 
 from eqarena import solvers
 from eqarena.solvers._continuation import ContinuationOptions
-from eqarena.solvers.batched_nash import KEPT_ROWS, batched_nash
+from eqarena.solvers.batched_nash import KEPT_ROWS, KEPT_ROWS_FROM, batched_nash
 from eqarena.solvers.bootstrap import ReplicateSolver, bootstrap_ratings
 from eqarena.solvers.nash import selection_targets
 from eqarena.solvers.replicates import replicate_game
@@ -75,10 +75,10 @@ def test_padding_lanes_and_lane_reuse_do_not_change_a_game():
 
 
 def test_one_lane_runs_its_late_attempts_on_the_prompts_that_carry_mass_and_ends_as_nash():
-    """Games of more than twice the smallest tier of KEPT_ROWS distinct prompts on one lane: once all but a few prompts carry
-    no mass, attempts run on the kept rows only, and every game still ends where `nash` ends it. On
-    vmapped lanes no attempt does, and the ends are the same."""
-    u = solvers.synthetic_king_tensor(300, 6, seed=4)
+    """Games of more than twice the smallest tier of KEPT_ROWS distinct prompts, and of KEPT_ROWS_FROM cells, on
+    one lane: once all but a few prompts carry no mass, attempts run on the kept rows only, and every game
+    still ends where `nash` ends it. On vmapped lanes no attempt does, and the ends are the same."""
+    u = solvers.synthetic_king_tensor(400, 12, seed=6)  # replicates whose ends are isolated
     solver = ReplicateSolver(u, 1)
     games, targets = [], []
     for b in range(3):
@@ -86,6 +86,7 @@ def test_one_lane_runs_its_late_attempts_on_the_prompts_that_carry_mass_and_ends
         games.append(solvers.koth_game(ub))
         targets.append(selection_targets(games[-1], target))
     assert min(g.num_actions[0] for g in games) > 2 * KEPT_ROWS[0]
+    assert min(g.num_actions[0] for g in games) * 12 * 12 >= KEPT_ROWS_FROM
     one = batched_nash(games, targets, lanes=1)
     vmapped = batched_nash(games, targets, lanes=2)
     for game, target, end, other in zip(games, targets, one, vmapped):

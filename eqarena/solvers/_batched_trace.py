@@ -10,7 +10,9 @@ lane stops (max_steps, step underflow, lambda < 0, max_lambda); each point is re
 values and counters the monitor of `trace_branch` would have seen there. The monitor only decides
 where a trace ends (it never changes a step), so the caller replays it over the recorded points and
 stops the lane at the same point as the one-by-one trace; the steps a lane ran past that point are
-discarded. Options are traced arguments, so tighter step control needs no new compilation.
+discarded. A lane flagged `fresh` first starts over at its game's branch start (the caller has just
+loaded a new game into it), inside the same program: one compilation per game size, not two.
+Options are traced arguments, so tighter step control needs no new compilation.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from eqarena.solvers._continuation import ContinuationOptions, predictor_bend
@@ -64,6 +67,16 @@ def _weights(z, m):
     y = z[: 2 * m]
     w = jnp.minimum(1.0, jnp.exp(jnp.minimum(y, 0.0)) / _NEGLIGIBLE_MASS)
     return jnp.concatenate([w, jnp.ones(3)])
+
+
+def blank_lanes(lanes: int, prompts: int, models: int, record: int) -> Lane:
+    """NumPy buffers of `lanes` lanes for games of (prompts, models), each to be started (`fresh`) by
+    its first `run_lanes` / `run_lane` call."""
+    n = 2 * models + 3
+    per_player = tuple(np.zeros((lanes, record, k)) for k in (prompts, models, models))
+    return Lane(np.zeros((lanes, n)), np.zeros((lanes, n)), np.zeros((lanes, n)), np.zeros(lanes),
+                np.zeros((lanes, _COUNTERS)), np.zeros(lanes, dtype=np.int32), np.zeros(lanes, dtype=np.int32),
+                np.zeros((lanes, record, n)), per_player, per_player, np.zeros((lanes, record, _COUNTERS)))
 
 
 def _start(log_t, u, a, opts, antisymmetric, record):
@@ -208,32 +221,28 @@ def _step(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     )
 
 
-def _run(lane: Lane, u, a, log_t, opts, antisymmetric, record, rows=None):
-    """`record` attempts (a stopped lane idles through them). A loop of fixed length: under `vmap` a
-    while loop with a per-lane condition would select every buffer of every lane at each step."""
+def _run(lane: Lane, fresh, u, a, log_t, opts, antisymmetric, record, rows=None):
+    """`record` attempts (a stopped lane idles through them), after starting the lane over if `fresh`. A
+    loop of fixed length: under `vmap` a while loop with a per-lane condition would select every buffer of
+    every lane at each step."""
+    lane = lax.cond(fresh, lambda: _start(log_t, u, a, opts, antisymmetric, record), lambda: lane)
     lane = lane._replace(count=jnp.int32(0))
     return lax.fori_loop(0, record, lambda _, s: _step(s, u, a, log_t, opts, antisymmetric, rows), lane)
 
 
 @functools.partial(jax.jit, static_argnames=("antisymmetric", "record"))
-def start_lanes(log_t, u, opts, *, antisymmetric: bool, record: int):
-    """Lanes at their branches' starts: log-targets (L, P + 2M), tensors u (L, P, M, M)."""
-    go = jax.vmap(_start, in_axes=(0, 0, 0, None, None, None))
-    return go(log_t, u, jnp.abs(u), opts, antisymmetric, record)
-
-
-@functools.partial(jax.jit, static_argnames=("antisymmetric", "record"))
-def run_lanes(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int):
-    """`record` attempts on every lane (see `_run`)."""
-    go = jax.vmap(_run, in_axes=(0, 0, 0, 0, None, None, None))
-    return go(lanes, u, jnp.abs(u), log_t, opts, antisymmetric, record)
+def run_lanes(lanes: Lane, fresh, log_t, u, opts, *, antisymmetric: bool, record: int):
+    """`record` attempts on every lane (see `_run`): lanes (L leading), fresh (L,) bool, log-targets
+    (L, P + 2M), tensors u (L, P, M, M)."""
+    go = jax.vmap(_run, in_axes=(0, 0, 0, 0, 0, None, None, None))
+    return go(lanes, fresh, u, jnp.abs(u), log_t, opts, antisymmetric, record)
 
 
 @functools.partial(jax.jit, static_argnames=("antisymmetric", "record", "rows"))
-def run_lane(lanes: Lane, log_t, u, opts, *, antisymmetric: bool, record: int, rows: tuple[int, ...] | None):
+def run_lane(lanes: Lane, fresh, log_t, u, opts, *, antisymmetric: bool, record: int, rows: tuple[int, ...] | None):
     """`run_lanes` for a single lane (leading axis of length 1), not vmapped: its attempts run on the
     prompts of highest logit (as few as a tier of `rows` holds) wherever the others carry no mass
     (`_attempt`)."""
     one = jax.tree_util.tree_map(lambda v: v[0], lanes)
-    out = _run(one, u[0], jnp.abs(u[0]), log_t[0], opts, antisymmetric, record, rows)
+    out = _run(one, fresh[0], u[0], jnp.abs(u[0]), log_t[0], opts, antisymmetric, record, rows)
     return jax.tree_util.tree_map(lambda v: v[None], out)

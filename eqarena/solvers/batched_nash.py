@@ -36,6 +36,11 @@ RECORD = 32  # accepted points per lane and call; the monitor then replays them
 # replicates (~316 distinct prompts) the prompts carry mass on all rows up to lambda ~ 100, on ~120
 # rows up to ~1e3 and on ~10 beyond.
 KEPT_ROWS = (16, 64, 128)
+# ... on games of at least this many (padded) cells P x M x M: on smaller ones an attempt costs about the
+# same on any rows, and each tier is one more branch to compile. Per replicate, one process, kept rows
+# against all rows: 805 x 12 28-29 against 34-36 ms, 500 x 17 (see `_batched_trace._attempt`); 40 x 20
+# 20-21 against 19-20, 300 x 8 24-26 against 23, 80 x 5 8-9 against 7.5-8.
+KEPT_ROWS_FROM = 1 << 15
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,8 +79,9 @@ def batched_nash(
     The games share their number of models. Each lane holds its game's tensor padded to `prompts`
     prompts (default: the largest game's) with prompts of target mass 0, which never carry mass; a
     fixed `prompts` and `lanes` keep one compilation for any set of games. With one lane the trace
-    is not vmapped, and its attempts run on the fewest `KEPT_ROWS` prompts of highest logit that hold
-    all that carry mass (as the one-by-one trace prunes the others).
+    is not vmapped, and on games of `KEPT_ROWS_FROM` cells or more its attempts run on the fewest
+    `KEPT_ROWS` prompts of highest logit that hold all that carry mass (as the one-by-one trace prunes
+    the others).
     """
     if not games:
         return []
@@ -101,19 +107,17 @@ def batched_nash(
     for lane, g in enumerate(game_of):
         load(lane, g if g is not None else 0)  # an idle lane traces game 0 and is ignored
     if lanes == 1:
-        rows = tuple(r for r in KEPT_ROWS if 2 * r < p) or None
+        rows = tuple(r for r in KEPT_ROWS if 2 * r < p and p * m * m >= KEPT_ROWS_FROM) or None
         run = functools.partial(trace.run_lane, **static, rows=rows)
     else:
         run = functools.partial(trace.run_lanes, **static)
-    state = _host(trace.start_lanes(log_t, u_lanes, opts, **static))
-    for lane, g in enumerate(game_of):
-        if g is None:
-            state.stop[lane] = trace.MAX_STEPS
+    state = trace.blank_lanes(lanes, p, m, record)
+    fresh = np.ones(lanes, dtype=bool)  # every lane starts its game in the first call
     ends = [None if g is None else BranchMonitor(games[g], tol, polish_from) for g in game_of]
     out: list[BranchEnd | None] = [None] * len(games)
     while any(g is not None for g in game_of):
-        state = _host(run(state, log_t, u_lanes, opts))
-        restart = []
+        state = _host(run(state, fresh, log_t, u_lanes, opts))
+        fresh[:] = False
         for lane, g in enumerate(game_of):
             if g is None:
                 continue
@@ -127,13 +131,7 @@ def batched_nash(
                 continue
             ends[lane] = BranchMonitor(games[g_next], tol, polish_from)
             load(lane, g_next)
-            restart.append(lane)
-        if restart:
-            fresh = _host(trace.start_lanes(log_t, u_lanes, opts, **static))
-            pick = np.zeros(lanes, dtype=bool)
-            pick[restart] = True
-            state = jax.tree_util.tree_map(
-                lambda new, old: np.where(pick.reshape((-1,) + (1,) * (old.ndim - 1)), new, old), fresh, state)
+            fresh[lane] = True  # the next call starts it at its new game's branch start
     return out
 
 
