@@ -222,9 +222,10 @@ def _step(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
 
 
 def _run(lane: Lane, fresh, u, a, log_t, opts, antisymmetric, record, rows=None):
-    """`record` attempts (a stopped lane idles through them), after starting the lane over if `fresh`. A
-    loop of fixed length: under `vmap` a while loop with a per-lane condition would select every buffer of
-    every lane at each step."""
+    """`record` attempts (a stopped lane idles through them), after starting the lane over if `fresh`
+    (under `vmap` every lane computes the start, one factorisation, and the fresh ones take it). A loop of
+    fixed length: under `vmap` a while loop with a per-lane condition would select every buffer of every
+    lane at each step."""
     lane = lax.cond(fresh, lambda: _start(log_t, u, a, opts, antisymmetric, record), lambda: lane)
     lane = lane._replace(count=jnp.int32(0))
     return lax.fori_loop(0, record, lambda _, s: _step(s, u, a, log_t, opts, antisymmetric, rows), lane)
