@@ -4,12 +4,15 @@ reuse without effect; a game `nash` would retrace is handed back."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
 from eqarena import solvers
+from eqarena.solvers import batched_nash as batched_nash_module
 from eqarena.solvers._continuation import ContinuationOptions
-from eqarena.solvers.batched_nash import KEPT_ROWS, KEPT_ROWS_FROM, batched_nash
+from eqarena.solvers.batched_nash import KEPT_ROWS, KEPT_ROWS_FROM, batched_nash, guard_compiles
 from eqarena.solvers.bootstrap import ReplicateSolver, bootstrap_ratings
 from eqarena.solvers.nash import selection_targets
 from eqarena.solvers.replicates import replicate_game
@@ -99,6 +102,36 @@ def test_one_lane_runs_its_late_attempts_on_the_prompts_that_carry_mass_and_ends
             np.testing.assert_allclose(mine, vm, atol=1e-9)
         assert end.diagnostics["limit"] == reference.diagnostics["limit"]
         assert _same_trace_length(end.diagnostics["steps"], reference.steps)
+
+
+def test_a_lane_program_is_compiled_once_per_process_under_the_guard(monkeypatch):
+    """The guard (a worker pool's shared lock) is held while a program is compiled (or read back from the
+    compilation cache), once per process; later batches of games of the same sizes reuse the program. A
+    program of another size is compiled under the guard too. The ends are unchanged."""
+    monkeypatch.setattr(batched_nash_module, "_COMPILED", {})
+    monkeypatch.setattr(batched_nash_module, "_COMPILE_GUARD", list(batched_nash_module._COMPILE_GUARD))
+    held, entered = [False], []
+
+    @contextlib.contextmanager
+    def guard(program):
+        entered.append(program)
+        held[0] = True
+        yield
+        held[0] = False
+
+    guard_compiles(guard)
+    _, _, games, targets = _games("ne", "judgments", 3)
+    plain = batched_nash(games, targets, lanes=1, record=8)  # several calls of 8 points each
+    again = batched_nash(games[::-1], targets[::-1], lanes=1, record=8)
+    other = batched_nash(games[:1], targets[:1], lanes=1, record=8, prompts=40)
+    p, m = games[0].num_actions[0], games[0].num_actions[1]
+    assert entered == [(1, p, m, 8, True, None), (1, 40, m, 8, True, None)] and not held[0]
+    assert set(batched_nash_module._COMPILED) == set(entered)
+    for a, b in zip(plain, again[::-1]):
+        np.testing.assert_array_equal(a.ratings[1], b.ratings[1])
+    np.testing.assert_allclose(other[0].ratings[1], plain[0].ratings[1], atol=1e-9)
+    reference = solvers.nash(games[0], targets[0])
+    np.testing.assert_allclose(plain[0].ratings[1], reference.ratings[1], atol=1e-6)
 
 
 def test_a_game_nash_would_retrace_is_handed_back():

@@ -286,6 +286,20 @@ def test_kept_workers_outlive_their_map_skip_units_not_begun_and_stop_with_the_b
     assert not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
+@pytest.mark.integration  # a worker process
+def test_kept_workers_import_the_modules_of_the_work_they_are_kept_for():
+    """A pool kept by `kept_workers(imports=...)` imports those modules as soon as it is kept (the main job's
+    workers: the report's figure modules, before the figures come)."""
+    from eqarena.tasks.parallel import _keep, _Workers, kept_workers
+
+    loaded = "'wave' in __import__('sys').modules"
+    with kept_workers(imports=("wave",)) as idle:
+        started = _Workers(1)
+        assert started.pool.submit(eval, loaded).result(timeout=120) is False
+        assert _keep(started) and idle() is started.pool
+        assert started.pool.submit(eval, loaded).result(timeout=60) is True
+
+
 @pytest.mark.integration  # worker processes
 def test_an_interrupt_between_units_stops_the_workers_before_it_propagates():
     """A KeyboardInterrupt raised while the bootstrap handles a finished unit (here: in its progress
@@ -319,7 +333,7 @@ import multiprocessing, os, threading
 import numpy  # loaded before the worker starts, as the eqarena command's module loads it
 import threadpoolctl
 from eqarena.tasks.parallel import _start_worker
-_start_worker(os.getppid(), threading.Barrier(1), multiprocessing.RawValue("b", 0))
+_start_worker(os.getppid(), threading.Barrier(1), multiprocessing.RawValue("b", 0), [threading.Lock()])
 import scipy.linalg  # loaded after
 print(sorted({lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}))
 """

@@ -18,11 +18,10 @@ import numpy as np
 import polars as pl
 
 from eqarena.methods import parse_methods, tensor_methods
-from eqarena.report.analysis_headlines import clone_headline, risk_headline
+from eqarena.report.analysis_headlines import clone_headline, risk_headline, risk_sentence
 from eqarena.report.verdict import headline_method
 from eqarena.options import CloneOptions, RiskOptions
 from eqarena.orchestration.steps import run_logger
-from eqarena.report.analyses import risk_sentence
 from eqarena.tasks.analysis_io import read_rate_game, read_selected_equilibrium, top_model, write_analysis_run
 from eqarena.tasks.clone_analysis import clone_frames, run_clone_experiment
 from eqarena.tasks.risk_analysis import EQUILIBRIUM_TOL, enumerate_pure_nash, rank_risk, risk_frames, search_equilibria

@@ -13,6 +13,7 @@ after the plan is printed and its cost confirmed.
 from __future__ import annotations
 
 from concurrent.futures import Executor, Future
+from importlib import import_module
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
@@ -26,7 +27,6 @@ from eqarena.orchestration.steps import in_flow_run, run_logger
 from eqarena.pipelines.analyze import ComputedAnalysis, analyze_clones, analyze_risk, clones_of, risk_of, write_computed
 from eqarena.pipelines.ingest import ingest
 from eqarena.pipelines.rate import SolvedRun, rate
-from eqarena.pipelines.report import report
 from eqarena.tasks.analysis_io import best_king, king_rows, unwritten_marginals, unwritten_rate_game
 from eqarena.tasks.main_job import check_judge_plan, main_job_judge
 from eqarena.tasks.parallel import kept_workers, prewarm_workers, release_prewarmed
@@ -106,13 +106,19 @@ def analyses_of(options: opts.AnalysesOptions, run: SolvedRun, db: str | None = 
     return out
 
 
+# The modules of the report's figures (matplotlib with them): the bootstrap's workers, kept to draw them,
+# import them as soon as the bootstrap is done.
+_FIGURE_MODULES = ("eqarena.report.figures", "eqarena.report.analysis_figures")
+_REPORT_PIPELINE = "eqarena.pipelines.report"  # imported alongside the bootstrap (`_main_job`)
+
+
 def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) -> RunSummary:
     """The main job on `options.source` with `options.judge`; returns where the warehouse and the report are."""
     report_dir(options.out_dir)  # a file in the way of the report is said before any work
     prewarm_workers(planned_main_job_workers(options))  # while ingest and rate prepare (if no judge must judge first)
     try:
         # The bootstrap's workers, idle once it ends, then draw the report's figures beside this process.
-        with kept_workers() as idle_workers:
+        with kept_workers(imports=_FIGURE_MODULES) as idle_workers:
             return _main_job(options, db, idle_workers)
     finally:
         release_prewarmed()
@@ -128,6 +134,9 @@ def _main_job(options: MainJobOptions, db: str | None, idle_workers: Callable[[]
 
         def start_analyses(solved: SolvedRun) -> None:  # on the core the main process leaves idle
             alongside["analyses"] = in_background("eqarena-analyses", analyses_of, options.analyses, solved, db)
+            # The report's modules load meanwhile too, not before the bootstrap (its workers would wait) nor
+            # after it (the report would): matplotlib with them takes ~0.5 s.
+            alongside["report modules"] = in_background("eqarena-report-modules", import_module, _REPORT_PIPELINE)
 
         with log.timed("rate"):
             rated = rate(replace(options.rate, dataset=dataset, judges=tuple(judges)), db,
@@ -137,6 +146,7 @@ def _main_job(options: MainJobOptions, db: str | None, idle_workers: Callable[[]
             summaries = run_analyses(options.analyses, rated.run_id, parse_methods(options.rate.methods), db,
                                      computed=computed)
         with log.timed("report"), stage("writing the report"):
+            report = import_module(_REPORT_PIPELINE).report  # loaded alongside the bootstrap, or now
             drawing = None if in_flow_run() else idle_workers()
             report_path = Path(report(rated.run_id, options.out_dir, db, drawing)).resolve()
         parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rated.run_id}

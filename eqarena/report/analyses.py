@@ -9,9 +9,9 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from eqarena.messages import ordinal
 from eqarena.methods import ordered
 from eqarena.report import analysis_figures
+from eqarena.report.analysis_headlines import risk_sentence
 from eqarena.report.drawing import figure_uri
 from eqarena.report import html as page
 from eqarena.warehouse import analyses as store
@@ -101,17 +101,6 @@ def clones_section(report: CloneReport, models: list[str]) -> str:
                                  for k, n in enumerate(ns)], table_rows, name_columns=2)
     return (f'<section id="clones"><h2>{page.escape(CLONES_TITLE)}</h2>{note}<ul>{verdicts}</ul>'
             f"{fig}{table}</section>")
-
-
-def risk_sentence(rows: pl.DataFrame) -> str:
-    """Where the selected NE (equilibrium 0) stands among all, by the sum of expected payoffs."""
-    selected = rows.filter(pl.col("is_selected")).row(0, named=True)
-    k = rows.height
-    place = ("the least risky" if selected["rank_updated"] == 1
-             else f"the {ordinal(selected['rank_updated'])} least risky")
-    return (f"The selected NE (equilibrium {selected['equilibrium']}, the limiting logit equilibrium) is {place} "
-            f"of {k} Nash equilibria under the iterated priors ({ordinal(selected['rank_uniform'])} under "
-            f"uniform priors).")
 
 
 def risk_section(report: RiskReport) -> str:

@@ -97,6 +97,17 @@ def _other_tops(tops: dict[int, set[str]], ours: set[str]) -> str:
     return ", ".join(f"{m} first in {n} of {len(tops)}" for m, n in ranked) or "no other model first"
 
 
+def risk_sentence(rows: pl.DataFrame) -> str:
+    """Where the selected NE (equilibrium 0) stands among all, by the sum of expected payoffs."""
+    selected = rows.filter(pl.col("is_selected")).row(0, named=True)
+    k = rows.height
+    place = ("the least risky" if selected["rank_updated"] == 1
+             else f"the {ordinal(selected['rank_updated'])} least risky")
+    return (f"The selected NE (equilibrium {selected['equilibrium']}, the limiting logit equilibrium) is {place} "
+            f"of {k} Nash equilibria under the iterated priors ({ordinal(selected['rank_uniform'])} under "
+            f"uniform priors).")
+
+
 def report_headlines(clones, risk, method: str) -> list[str]:
     """The sentences of a rate run's newest analyses (report.analyses.CloneReport / RiskReport, or None)."""
     lines = []

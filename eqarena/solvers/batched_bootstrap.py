@@ -25,7 +25,7 @@ from eqarena.solvers.batched import batched_cce
 from eqarena.solvers.entropy import affinity_targets
 from eqarena.solvers._cce_dual import bucket
 from eqarena.solvers._rows import identical_rows
-from eqarena.solvers.batched_nash import LANES, batched_nash
+from eqarena.solvers.batched_nash import KEPT_ROWS_FROM, LANES, batched_nash
 from eqarena.solvers.games import KING, koth_game
 from eqarena.solvers.nash import selection_targets
 from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_king_ratings
@@ -33,9 +33,12 @@ from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_k
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
 _UNIT_MAX_MODELS = 200  # `batches_pay`
-# A single lane pads its games to a multiple of this many prompts (`_cce_dual.bucket`): an attempt on all
-# rows costs about as much as its rows, and each size compiles once. 500-prompt replicates (~316 distinct
-# prompts, at most ~335 in a unit of 24) pad to 352.
+# A single lane on a game of `KEPT_ROWS_FROM` cells or more pads its games to a multiple of this many prompts
+# (`_cce_dual.bucket`): an attempt on all rows costs about as much as its rows, and each size compiles once.
+# 500-prompt replicates (~316 distinct prompts, at most ~335 in a unit of 24) pad to 352. On smaller games an
+# attempt costs about the same on any rows, so every replicate pads to the full data's prompts: both schemes
+# then run one lane program, which one worker compiles and the other reads back (`batched_nash`). Bundled
+# data (80 x 5), prompt replicates, per replicate: 9.5-10.6 ms CPU padded to 80 prompts, 9.8-11.1 to 64.
 _LANE_PROMPTS_QUANTUM = 32
 
 
@@ -92,7 +95,7 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
         ub, target = replicate_game(method, tensor)
         games.append(koth_game(ub))
         targets.append(selection_targets(games[-1], target))
-    if lanes == 1:  # a single lane's work grows with its padding: pad only to a bucket of its games' prompts
+    if lanes == 1 and prompts * m * m >= KEPT_ROWS_FROM:  # a big game's lane: pad to a bucket of its games' prompts
         prompts = min(prompts, bucket(max(g.num_actions[0] for g in games), _LANE_PROMPTS_QUANTUM))
     fallback = 0
     for b, end in enumerate(batched_nash(games, targets, prompts=prompts, lanes=lanes)):

@@ -14,9 +14,9 @@ caller solves it with `nash`.
 
 from __future__ import annotations
 
-import functools
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -41,6 +41,34 @@ KEPT_ROWS = (16, 64, 128)
 # against all rows: 805 x 12 28-29 against 34-36 ms, 500 x 17 (see `_batched_trace._attempt`); 40 x 20
 # 20-21 against 19-20, 300 x 8 24-26 against 23, 80 x 5 8-9 against 7.5-8.
 KEPT_ROWS_FROM = 1 << 15
+
+# Held while a lane program is compiled or read back from JAX's persistent compilation cache, once per
+# process: program key -> context manager (`guard_compiles`).
+_COMPILE_GUARD: list[Callable[[tuple], AbstractContextManager]] = [lambda program: nullcontext()]
+_COMPILED: dict[tuple, Callable] = {}  # the lane programs compiled in this process, by key
+
+
+def guard_compiles(guard: Callable[[tuple], AbstractContextManager]) -> None:
+    """Hold `guard(program)` while a lane program is compiled, or read back from the compilation cache, in
+    this process (`program`: a tuple of ints, bools and None that names it; tracing it is not guarded).
+    Worker pools give every program a lock the workers share: with the compilation cache on, a program two
+    workers need is compiled by one while the other waits, then read back from the cache, instead of
+    compiled twice at once on the same cores (`tasks.parallel`)."""
+    _COMPILE_GUARD[:] = [guard]
+
+
+def _compiled(program: tuple, *args) -> Callable:
+    """The lane program `program` (`batched_nash`) for arguments like `args`, compiled once per process."""
+    compiled = _COMPILED.get(program)
+    if compiled is None:
+        lanes, _, _, record, antisymmetric, rows = program
+        if lanes == 1:
+            lowered = trace.run_lane.lower(*args, antisymmetric=antisymmetric, record=record, rows=rows)
+        else:
+            lowered = trace.run_lanes.lower(*args, antisymmetric=antisymmetric, record=record)
+        with _COMPILE_GUARD[0](program):
+            compiled = _COMPILED[program] = lowered.compile()
+    return compiled
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,7 +119,6 @@ def batched_nash(
         raise ValueError(f"every game needs at most {p} prompts and {m} models")
     antisymmetric = all(is_antisymmetric(np.asarray(g.u_king)) for g in games)
     opts = trace.option_vector(options)
-    static = dict(antisymmetric=antisymmetric, record=record)
     log_t, u_lanes = np.zeros((lanes, p + 2 * m)), np.zeros((lanes, p, m, m))
 
     def load(lane: int, g: int) -> None:
@@ -106,16 +133,16 @@ def batched_nash(
     game_of = [next(queue, None) for _ in range(lanes)]
     for lane, g in enumerate(game_of):
         load(lane, g if g is not None else 0)  # an idle lane traces game 0 and is ignored
+    rows = None  # the kept-row tiers of a single lane (`run_lane`)
     if lanes == 1:
         rows = tuple(r for r in KEPT_ROWS if 2 * r < p and p * m * m >= KEPT_ROWS_FROM) or None
-        run = functools.partial(trace.run_lane, **static, rows=rows)
-    else:
-        run = functools.partial(trace.run_lanes, **static)
+    program = (lanes, p, m, record, antisymmetric, rows)
     state = trace.blank_lanes(lanes, p, m, record)
     fresh = np.ones(lanes, dtype=bool)  # every lane starts its game in the first call
     ends = [None if g is None else BranchMonitor(games[g], tol, polish_from) for g in game_of]
     out: list[BranchEnd | None] = [None] * len(games)
     while any(g is not None for g in game_of):
+        run = _compiled(program, state, fresh, log_t, u_lanes, opts)  # compiled on the first call
         state = _host(run(state, fresh, log_t, u_lanes, opts))
         fresh[:] = False
         for lane, g in enumerate(game_of):

@@ -328,10 +328,10 @@ def risk_dominance(
         raise IndexError(f"reference={reference} out of range for {k} equilibria")
     n = len(xs)
     log_uniform = np.full((n, k), -np.log(k))
-    uniform = np.asarray(_prior_payoffs_jit(arrays, xs, np.exp(log_uniform)))
+    uniform = _prior_payoffs_once(arrays, xs, np.exp(log_uniform))
     log_priors = _iterate_priors(arrays, xs, log_uniform, jnp.asarray(eta, dtype=jnp.float64), steps)
     priors = np.exp(np.asarray(log_priors))
-    updated = np.asarray(_prior_payoffs_jit(arrays, xs, priors))
+    updated = _prior_payoffs_once(arrays, xs, priors)
     total_uniform, total_updated = uniform.sum(axis=1), updated.sum(axis=1)
     return RiskDominance(
         payoffs_uniform=uniform,
@@ -359,7 +359,7 @@ def prior_payoffs(game: Union[KingTensor, NormalFormGame], marginals: Sequence[A
     per player. Computed as u_i(x_i^k, xbar_-i), xbar_j = priors[j] @ marginals[j] (multilinearity).
     """
     arrays, xs = _risk_setup(game, marginals)
-    return np.asarray(_prior_payoffs_jit(arrays, xs, jnp.asarray(priors, dtype=jnp.float64)))
+    return _prior_payoffs_once(arrays, xs, np.asarray(priors, dtype=np.float64))
 
 
 def _risk_setup(game, marginals):
@@ -387,14 +387,22 @@ def _mean_values(arrays, xbars):
     return tuple(dense_action_values(arrays[0], xbars))
 
 
-def _prior_payoffs(arrays, xs, priors):
+def _prior_payoffs(arrays, xs, priors, xnp=jnp):
     """(K, N): column i is x_i^k . u_i(., xbar_-i) with xbar_j = priors[j] @ xs[j]."""
     xbars = tuple(priors[j] @ x for j, x in enumerate(xs))
     values = _mean_values(arrays, xbars)
-    return jnp.stack([x @ v for x, v in zip(xs, values)], axis=1)
+    return xnp.stack([x @ v for x, v in zip(xs, values)], axis=1)
 
 
 _prior_payoffs_jit = jax.jit(_prior_payoffs)  # called eagerly, its dozen operations would each compile
+
+
+def _prior_payoffs_once(arrays, xs, priors) -> np.ndarray:
+    """`_prior_payoffs` evaluated once: in NumPy for a king-of-the-hill game (two matrix products; a
+    compilation takes ~0.5 s), jitted for a dense game."""
+    if len(arrays) == 2:
+        return _prior_payoffs(tuple(np.asarray(a) for a in arrays), tuple(np.asarray(x) for x in xs), priors, np)
+    return np.asarray(_prior_payoffs_jit(arrays, xs, jnp.asarray(priors)))
 
 
 @partial(jax.jit, static_argnames=("steps",))

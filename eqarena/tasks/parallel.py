@@ -5,8 +5,10 @@ replicate solver (the full data) to each worker once and maps the units of repli
 workers. `prewarm_workers` starts the processes ahead of the bootstrap, while the command still
 assembles and solves the full data. Each worker runs single-threaded (XLA's and BLAS's own thread
 pools would only contend with the other workers); it is set up here, in the worker's entry point,
-never on import. A map the caller stops early (the intervals settled) skips the units no worker has
-begun; inside `kept_workers` its pool then stays up for other work (the main job's report figures).
+never on import. The workers share a lock per compiled program (`solvers.batched_nash.guard_compiles`):
+with JAX's compilation cache on, one compiles a program both need and the other reads it back. A map the
+caller stops early (the intervals settled) skips the units no worker has begun; inside `kept_workers` its
+pool then stays up for other work (the main job's report figures), whose modules it imports meanwhile.
 
 Workers never outlive the command: on Linux each asks the kernel for SIGKILL when its parent dies
 (`prctl(PR_SET_PDEATHSIG)`), so a SIGTERM or kill -9 of the command takes them along, and an
@@ -17,13 +19,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import importlib
 import multiprocessing
 import os
 import pickle
 import signal
 import sys
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from eqarena.lifeline import expect_workers, holding_interrupts
@@ -35,15 +40,18 @@ _WORKER_SOLVER: list = []  # the solver of this worker process (set by _install_
 _WORKER_BARRIER: list = []  # the pool's barrier: each worker takes exactly one solver (set by _start_worker)
 _WORKER_STOPPED: list = []  # the pool's flag (shared memory, no lock), 1 once its map stopped early
 _INSTALL_TIMEOUT_S = 600.0  # a worker waits this long for the others to take theirs
+# Locks the workers share, one per compiled program (by a hash of its name): a worker that would compile a
+# program another is compiling waits and reads it back from the compilation cache (`_start_worker`).
+_COMPILE_LOCKS = 8
 # Thread counts OpenBLAS, MKL and OpenMP take when they load: a worker sets them before its imports
 # (a limit set at run time, such as threadpoolctl's, holds only for the libraries already loaded).
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 
 
-def _start_worker(parent: int, barrier, stopped) -> None:
+def _start_worker(parent: int, barrier, stopped, compiling) -> None:
     """Entry point of a worker process: die with the parent (first, before any heavy import), one
     thread for XLA and BLAS, then import the solvers (while the command still prepares its data, when
-    the pool was started ahead of it)."""
+    the pool was started ahead of it). `compiling`: the pool's `_COMPILE_LOCKS` locks."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the parent died before prctl
@@ -57,6 +65,11 @@ def _start_worker(parent: int, barrier, stopped) -> None:
     _WORKER_STOPPED[:] = [stopped]
     import eqarena.solvers.bootstrap  # noqa: F401  (the imports every unit needs)
     import threadpoolctl
+
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):  # one worker compiles a program, the others read it back
+        from eqarena.solvers.batched_nash import guard_compiles
+
+        guard_compiles(lambda program: compiling[zlib.crc32(repr(program).encode()) % len(compiling)])
 
     threadpoolctl.threadpool_limits(1)  # and the ones loaded before (NumPy's, by the command's own module)
 
@@ -108,7 +121,8 @@ class _Workers:
         self.stopped = context.RawValue("b", 0)
         self.pool = concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=context, initializer=_start_worker,
-            initargs=(os.getpid(), context.Barrier(workers), self.stopped))
+            initargs=(os.getpid(), context.Barrier(workers), self.stopped,
+                      [context.Lock() for _ in range(_COMPILE_LOCKS)]))
         with holding_interrupts():  # a Ctrl-C before a worker's first import must not kill it with a traceback
             for _ in range(workers):  # a spawning executor starts a process per submit while none is idle:
                 self.pool.submit(int)   # back to back, before any has started, these start all of them
@@ -173,42 +187,60 @@ def process_map(workers: int) -> UnitMap:
             yield from pool.map(_solve_in_worker, units)
         except GeneratorExit:  # the caller stopped early (the intervals settled): units not begun are skipped
             started.stopped.value = 1
-            if not _keep(pool):
+            if not _keep(started):
                 terminate_pool(pool)
             raise
         except BaseException:
             terminate_pool(pool)
             raise
-        if not _keep(pool):  # every unit is back and the workers idle: stop them now (an orderly
+        if not _keep(started):  # every unit is back and the workers idle: stop them now (an orderly
             terminate_pool(pool)  # exit of theirs, tearing down XLA, costs ~0.25 s and saves nothing)
 
     return run
 
 
-_KEEPING: list[list[concurrent.futures.ProcessPoolExecutor]] = []  # the innermost `kept_workers` block's pools
+@dataclass(eq=False)
+class _Kept:
+    """The pools a `kept_workers` block keeps, and the modules their workers import once kept."""
+
+    imports: tuple[str, ...]
+    pools: list[concurrent.futures.ProcessPoolExecutor] = field(default_factory=list)
 
 
-def _keep(pool: concurrent.futures.ProcessPoolExecutor) -> bool:
-    """Keep `pool` for the enclosing `kept_workers` block, if there is one."""
+_KEEPING: list[_Kept] = []  # the open `kept_workers` blocks, innermost last
+
+
+def _keep(started: _Workers) -> bool:
+    """Keep `started`'s pool for the enclosing `kept_workers` block, if there is one, and have its workers
+    import the block's modules now."""
     if not _KEEPING:
         return False
-    _KEEPING[-1].append(pool)
+    block = _KEEPING[-1]
+    block.pools.append(started.pool)
+    for module in block.imports:
+        for _ in range(started.workers):  # one each, unless a worker takes two: the other then imports it on use
+            started.pool.submit(_import, module)
     return True
 
 
+def _import(module: str) -> None:
+    importlib.import_module(module)
+
+
 @contextmanager
-def kept_workers() -> Iterator[Callable[[], concurrent.futures.Executor | None]]:
+def kept_workers(imports: Sequence[str] = ()) -> Iterator[Callable[[], concurrent.futures.Executor | None]]:
     """Within the block, the worker processes of a `process_map` outlive its map (a unit still running
     when the map stopped early finishes first, the rest are skipped); yields a function that gives
     the last such pool, or None, for other work (the main job draws its report's figures on them).
-    Every pool kept is stopped when the block ends, however it ends."""
-    kept: list[concurrent.futures.ProcessPoolExecutor] = []
-    _KEEPING.append(kept)
+    `imports`: modules the kept workers import as soon as their map is done (those of the other work,
+    so that it does not wait for them). Every pool kept is stopped when the block ends, however it ends."""
+    block = _Kept(tuple(imports))
+    _KEEPING.append(block)
     try:
-        yield lambda: kept[-1] if kept else None
+        yield lambda: block.pools[-1] if block.pools else None
     finally:
-        _KEEPING.remove(kept)
-        for pool in kept:
+        _KEEPING.remove(block)
+        for pool in block.pools:
             terminate_pool(pool)
 
 
