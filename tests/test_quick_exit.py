@@ -118,3 +118,34 @@ def test_interrupted_query_tells_duckdb_interrupts_from_other_errors():
         con.execute("SELEC 1")
     assert not interrupted_query(failed.value)
     assert not interrupted_query(RuntimeError("Query failed"))
+
+
+def test_an_interrupt_inside_a_garbage_collection_callback_is_raised_after_it():
+    """Python prints and drops an exception raised in a garbage-collection callback (JAX registers one):
+    an interrupt that arrives there is sent again, and raised as KeyboardInterrupt once outside it."""
+    import gc
+    import signal
+    import time
+
+    from eqarena.cli import app as cli
+
+    seen = []
+
+    def callback(phase, info):
+        if phase == "start" and not seen:
+            seen.append(phase)
+            cli._interrupted(signal.SIGINT, sys._getframe())  # as the handler runs when the signal lands here
+
+    previous = signal.signal(signal.SIGINT, cli._interrupted)
+    gc.callbacks.append(callback)
+    try:
+        with pytest.raises(KeyboardInterrupt, match="stopped by SIGINT"):
+            gc.collect()
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+    finally:
+        gc.callbacks.remove(callback)
+        signal.signal(signal.SIGINT, previous)
+        cli._SIGNALLED.clear()
+    assert seen == ["start"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
+import threading
 import traceback
 
 import typer
@@ -109,8 +111,27 @@ def _interrupted_query(exc: BaseException) -> bool:
 
 
 def _interrupted(signum, frame) -> None:
+    if _drops_exceptions(frame):  # raised there, the interrupt would be printed and lost: deliver it again
+        redeliver = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
+        redeliver.daemon = True
+        redeliver.start()
+        return
     _SIGNALLED.append(signal.Signals(signum).name)
     raise KeyboardInterrupt(f"stopped by {_SIGNALLED[-1]}")
+
+
+_REDELIVER_S = 0.01
+
+
+def _drops_exceptions(frame) -> bool:
+    """Whether Python would print and drop an exception raised in `frame`: inside a garbage-collection
+    callback (JAX registers one, and collections are frequent while modules import) or a finalizer."""
+    callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 if __name__ == "__main__":
