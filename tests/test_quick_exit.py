@@ -120,32 +120,50 @@ def test_interrupted_query_tells_duckdb_interrupts_from_other_errors():
     assert not interrupted_query(RuntimeError("Query failed"))
 
 
-def test_an_interrupt_inside_a_garbage_collection_callback_is_raised_after_it():
-    """Python prints and drops an exception raised in a garbage-collection callback (JAX registers one):
-    an interrupt that arrives there is sent again, and raised as KeyboardInterrupt once outside it."""
+@pytest.mark.parametrize("where", ["gc callback", "weakref callback"])
+def test_an_interrupt_where_python_drops_exceptions_is_raised_after_it(where):
+    """Python prints and drops an exception raised in a garbage-collection callback (JAX registers one), a
+    weakref callback or a finalizer. An interrupt landing in a gc callback is not raised there but sent
+    again; one raised in a weakref callback is dropped, and the command's unraisable hook sends it again.
+    Either way the interrupt is then raised outside, where the command can stop."""
     import gc
     import signal
     import time
+    import weakref
 
     from eqarena.cli import app as cli
 
     seen = []
 
-    def callback(phase, info):
-        if phase == "start" and not seen:
-            seen.append(phase)
-            cli._interrupted(signal.SIGINT, sys._getframe())  # as the handler runs when the signal lands here
+    def land(*_):
+        seen.append(where)
+        signal.raise_signal(signal.SIGINT)  # its handler runs here, inside the callback
 
-    previous = signal.signal(signal.SIGINT, cli._interrupted)
-    gc.callbacks.append(callback)
+    class Target:
+        pass
+
+    previous_handler, previous_hook = signal.signal(signal.SIGINT, cli._interrupted), sys.unraisablehook
+    sys.unraisablehook = cli._redelivering(previous_hook)
+    callback = (lambda phase, info: land() if phase == "start" and not seen else None)
     try:
         with pytest.raises(KeyboardInterrupt, match="stopped by SIGINT"):
-            gc.collect()
+            if where == "gc callback":
+                gc.callbacks.append(callback)
+                gc.collect()
+            else:
+                target = Target()
+                ref = weakref.ref(target, land)  # noqa: F841  (its callback runs when target goes)
+                del target
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:
                 time.sleep(0.01)
+        signalled = list(cli._SIGNALLED)
     finally:
-        gc.callbacks.remove(callback)
-        signal.signal(signal.SIGINT, previous)
+        if callback in gc.callbacks:
+            gc.callbacks.remove(callback)
+        sys.unraisablehook = previous_hook
+        signal.signal(signal.SIGINT, previous_handler)
         cli._SIGNALLED.clear()
-    assert seen == ["start"]
+    assert seen == [where]
+    # gc callback: not raised there, raised once after; weakref callback: raised and dropped, then raised again
+    assert signalled == (["SIGINT"] if where == "gc callback" else ["SIGINT", "SIGINT"])

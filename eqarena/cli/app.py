@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import traceback
+from typing import Callable
 
 import typer
 
@@ -71,6 +72,7 @@ def main() -> None:
     background with SIGINT ignored."""
     signal.signal(signal.SIGINT, _interrupted)
     signal.signal(signal.SIGTERM, _interrupted)
+    sys.unraisablehook = _redelivering(sys.unraisablehook)
     try:
         app()
     except SystemExit as exc:  # how every command ends: done, an `error:` line, or interrupted (130)
@@ -110,28 +112,54 @@ def _interrupted_query(exc: BaseException) -> bool:
     return interrupted_query(exc)
 
 
+class _Stopped(KeyboardInterrupt):
+    """The KeyboardInterrupt of a stopping signal (`signum`)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
 def _interrupted(signum, frame) -> None:
-    if _drops_exceptions(frame):  # raised there, the interrupt would be printed and lost: deliver it again
-        redeliver = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
-        redeliver.daemon = True
-        redeliver.start()
+    if _drops_exceptions(frame):  # raised there, Python would print and drop it: deliver it again
+        _deliver_again(signum)
         return
     _SIGNALLED.append(signal.Signals(signum).name)
-    raise KeyboardInterrupt(f"stopped by {_SIGNALLED[-1]}")
+    raise _Stopped(signum)
 
 
 _REDELIVER_S = 0.01
 
 
+def _deliver_again(signum: int) -> None:
+    again = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
+    again.daemon = True
+    again.start()
+
+
 def _drops_exceptions(frame) -> bool:
-    """Whether Python would print and drop an exception raised in `frame`: inside a garbage-collection
-    callback (JAX registers one, and collections are frequent while modules import) or a finalizer."""
+    """Whether `frame` runs inside a garbage-collection callback (JAX registers one, and it runs often while
+    modules import) or a finalizer, where Python prints and drops exceptions."""
     callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
     while frame is not None:
         if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
             return True
         frame = frame.f_back
     return False
+
+
+def _redelivering(default: Callable) -> Callable:
+    """A `sys.unraisablehook` that sends a stopping signal again when its KeyboardInterrupt was dropped where
+    `_drops_exceptions` cannot tell (a weakref callback): the interrupt is then raised wherever the command is
+    10 ms later, not lost. Everything else goes to `default`."""
+
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_value, _Stopped):
+            _deliver_again(unraisable.exc_value.signum)
+        else:
+            default(unraisable)
+
+    return hook
 
 
 if __name__ == "__main__":
