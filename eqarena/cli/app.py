@@ -69,7 +69,8 @@ app.add_typer(simulate.simulate_app, name="simulate")
 def main() -> None:
     """Console-script entry point. SIGINT and SIGTERM interrupt the command (KeyboardInterrupt), so
     its worker processes are stopped and nothing partial is written, even when it was started in the
-    background with SIGINT ignored."""
+    background with SIGINT ignored, or when the signal lands where Python drops exceptions (`_interrupted`,
+    `_redelivering`)."""
     signal.signal(signal.SIGINT, _interrupted)
     signal.signal(signal.SIGTERM, _interrupted)
     sys.unraisablehook = _redelivering(sys.unraisablehook)
