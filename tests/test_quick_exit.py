@@ -177,3 +177,52 @@ def test_an_interrupt_where_python_drops_exceptions_is_raised_after_it(where):
         assert callback not in dropped  # not raised inside the callback at all
     else:
         assert land in dropped  # raised there and dropped by Python, then sent again
+
+
+
+INTERRUPTED_IN_AN_EXTENSION_INIT = """
+import abc, signal, sys, time
+from eqarena.cli import app as cli
+module, landed = sys.argv[1], []
+assert module not in sys.modules and "xml.etree.ElementPath" not in sys.modules
+
+def land(where):
+    if not landed:
+        landed.append(where)
+        signal.raise_signal(signal.SIGINT)  # its handler runs here
+
+register = abc.ABCMeta.register
+
+def registering(cls, subclass):  # Cython registers its memoryview type here, inside a bare `try: ... except: pass`
+    if subclass.__name__ == "_memoryviewslice":
+        land("memoryview registration")
+    return register(cls, subclass)
+
+class Finder:  # _elementtree's initialisation imports xml.etree.ElementPath
+    def find_spec(self, name, path=None, target=None):
+        if name == "xml.etree.ElementPath":
+            land("import from the initialisation")
+
+abc.ABCMeta.register = registering
+sys.meta_path.insert(0, Finder())
+signal.signal(signal.SIGINT, cli._interrupted)
+try:
+    __import__(module)
+    time.sleep(5)
+except KeyboardInterrupt as stopped:
+    print(landed, module in sys.modules, stopped, sep="; ")
+"""
+
+
+@pytest.mark.parametrize(("module", "where"), [("numpy.random", "memoryview registration"),
+                                               ("_elementtree", "import from the initialisation")],
+                         ids=["multi-phase (swallowed)", "single-phase"])
+def test_an_interrupt_during_an_extension_modules_initialisation_is_raised_after_it(module, where):
+    """A compiled extension module's initialisation may swallow an exception raised in Python code it calls
+    (Cython's memoryview registration, run by every Cython module that uses memoryviews, numpy.random's among
+    them) or crash on it: an interrupt landing there is sent again and raised once the module is loaded."""
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_IN_AN_EXTENSION_INIT, module], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout, "the interrupt was lost"
+    assert done.stdout.strip().split("; ") == [str([where]), "True", "stopped by SIGINT"]

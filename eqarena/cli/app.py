@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 import traceback
+from importlib.machinery import ExtensionFileLoader
 from typing import Callable
 
 import typer
@@ -138,12 +139,20 @@ def _deliver_again(signum: int) -> None:
     again.start()
 
 
+# A compiled extension module's initialisation: its C code runs in one of these (single-phase or multi-phase)
+_EXTENSION_INIT = {ExtensionFileLoader.create_module.__code__, ExtensionFileLoader.exec_module.__code__}
+
+
 def _drops_exceptions(frame) -> bool:
-    """Whether `frame` runs inside a garbage-collection callback (JAX registers one, and it runs often while
-    modules import) or a finalizer, where Python prints and drops exceptions."""
+    """Whether `frame` runs where an exception raised may be dropped: inside a garbage-collection callback
+    (JAX registers one, and it runs often while modules import) or a finalizer, where Python prints and drops
+    exceptions, or inside the initialisation of a compiled extension module, whose C code may swallow them
+    (every Cython module with memoryviews, numpy.random's among them, registers their type with
+    `collections.abc.Sequence` in a bare `try: ... except: pass`) or crash on them (jaxlib's did, mid-import)."""
     callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
     while frame is not None:
-        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
+        code = frame.f_code
+        if code in callbacks or code in _EXTENSION_INIT or code.co_name == "__del__":
             return True
         frame = frame.f_back
     return False
