@@ -439,3 +439,25 @@ def test_rate_run_writes_and_reads_back_the_tables(prefect_harness, tmp_path):
             assert sum(p.probability for p in rows if p.model_id == model) == pytest.approx(1.0)
         for rank in range(1, 6):
             assert sum(p.probability for p in rows if p.rank == rank) == pytest.approx(1.0)
+
+
+@pytest.mark.integration  # a worker process
+def test_a_terminated_pool_leaves_no_thread_behind():
+    """`terminate_pool` returns once its workers and the executor's own thread have ended: that thread is
+    not a daemon, and while it lives an interrupted command cannot leave at once
+    (`orchestration.quick_exit.nothing_pending`)."""
+    import concurrent.futures
+    import multiprocessing
+    import time
+
+    from eqarena.tasks.parallel import terminate_pool
+
+    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    busy = pool.submit(time.sleep, 60)
+    deadline = time.monotonic() + 60
+    while not busy.running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    processes, manager = list(pool._processes.values()), pool._executor_manager_thread
+    terminate_pool(pool)
+    assert not [p for p in processes if p.is_alive()]
+    assert not manager.is_alive()

@@ -48,6 +48,17 @@ def _workers_started(process: subprocess.Popen, timeout: float = 240) -> list[ps
     pytest.fail("the bootstrap never started its worker processes")
 
 
+def _described(processes: list[psutil.Process]) -> list[str]:
+    """pid, state and command line of each process, for a failure message."""
+    out = []
+    for p in processes:
+        try:
+            out.append(f"{p.pid} {p.status()} {' '.join(p.cmdline())[:160]}")
+        except psutil.Error:
+            out.append(f"{p.pid} gone")
+    return out
+
+
 def _running(process: psutil.Process) -> bool:
     try:
         return process.status() != psutil.STATUS_ZOMBIE
@@ -64,7 +75,7 @@ def test_a_stopped_bootstrap_leaves_no_worker_and_no_run(warehouse, how):
         rate.send_signal(how)
         gone, alive = psutil.wait_procs(workers, timeout=2.0)
         alive = [p for p in alive if _running(p)]  # a zombie has stopped, its parent just has not reaped it
-        assert not alive, f"still running 2 s after {how.name}: {[p.pid for p in alive]}"
+        assert not alive, f"still running 2 s after {how.name}: {_described(alive)}"
         assert rate.wait(timeout=10) != 0
     finally:
         if rate.poll() is None:

@@ -245,10 +245,17 @@ def kept_workers(imports: Sequence[str] = ()) -> Iterator[Callable[[], concurren
 
 
 def terminate_pool(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Stop the pool's workers now, running units and all (an interrupt must not wait for them)."""
-    processes = list((pool._processes or {}).values())  # the executor has no public handle on them
+    """Stop the pool's workers now, running units and all (an interrupt must not wait for them), and the
+    executor's thread, which ends once they have. That thread is not a daemon: while it lives, a command
+    stopped here cannot leave at once (`orchestration.quick_exit.nothing_pending`) and exits through the
+    interpreter's shutdown, which took up to 0.5 s here and can take seconds on a loaded machine."""
+    processes = list((pool._processes or {}).values())  # the executor has no public handle on them ...
+    manager = getattr(pool, "_executor_manager_thread", None)  # ... nor on its thread
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
     for process in processes:
         process.join(timeout=2)
+    if manager is not None:
+        manager.join(timeout=2)
+
