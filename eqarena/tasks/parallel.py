@@ -248,7 +248,7 @@ def terminate_pool(pool: concurrent.futures.ProcessPoolExecutor) -> None:
     """Stop the pool's workers now, running units and all (an interrupt must not wait for them), and the
     executor's thread, which ends once they have. That thread is not a daemon: while it lives, a command
     stopped here cannot leave at once (`orchestration.quick_exit.nothing_pending`) and exits through the
-    interpreter's shutdown, which took up to 0.5 s here and can take seconds on a loaded machine."""
+    interpreter's shutdown (up to 0.5 s measured on an idle machine, more on a loaded one)."""
     processes = list((pool._processes or {}).values())  # the executor has no public handle on them ...
     manager = getattr(pool, "_executor_manager_thread", None)  # ... nor on its thread
     pool.shutdown(wait=False, cancel_futures=True)
