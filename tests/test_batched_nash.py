@@ -5,6 +5,7 @@ reuse without effect; a game `nash` would retrace is handed back."""
 from __future__ import annotations
 
 import contextlib
+import time
 
 import numpy as np
 import pytest
@@ -75,6 +76,23 @@ def test_padding_lanes_and_lane_reuse_do_not_change_a_game():
     for a, b in zip(wide, reused):
         for x, y in zip(a.ratings, b.ratings):
             np.testing.assert_allclose(x, y, atol=1e-9)
+
+
+def test_timings_split_the_solve_without_changing_it():
+    """With a timings dict the same ends come back, and the dict holds the seconds of the compiled trace, the
+    monitor and the finish, which together take no longer than the whole call."""
+    _, _, games, targets = _games("ne", "prompts", 3, prompts=24, models=4, seed=3)
+    plain = batched_nash(games, targets, lanes=1)
+    timings = {"trace": 1.0}  # added to, not replaced
+    start = time.perf_counter()
+    timed = batched_nash(games, targets, lanes=1, timings=timings)
+    seconds = time.perf_counter() - start
+    for a, b in zip(plain, timed):
+        for x, y in zip(a.ratings, b.ratings):
+            np.testing.assert_array_equal(x, y)
+    assert set(timings) == {"trace", "monitor", "finish"}
+    assert timings["trace"] > 1.0 and timings["monitor"] > 0.0 and timings["finish"] > 0.0
+    assert timings["trace"] - 1.0 + timings["monitor"] + timings["finish"] <= seconds
 
 
 def test_one_lane_runs_its_late_attempts_on_the_prompts_that_carry_mass_and_ends_as_nash():
@@ -159,3 +177,20 @@ def test_bootstrap_falls_back_to_nash_for_games_it_hands_back(monkeypatch):
     assert batch.diagnostics["fallback"] == 1
     np.testing.assert_allclose(batch.ratings, single.ratings, atol=1e-6)
     assert np.all(batch.exploitability <= 1e-6)
+
+
+def test_a_single_lane_on_a_big_game_pads_to_a_bucket_of_its_games_prompts():
+    """`lane_prompts`: one lane on games of at least `KEPT_ROWS_FROM` cells pads to the largest game's prompts
+    rounded up to a multiple of 32 (never beyond the full data's); several lanes, or smaller games, pad to
+    the full data's prompts."""
+    from eqarena.solvers.batched_bootstrap import lane_prompts
+
+    models = 17
+    big = [solvers.koth_game(solvers.synthetic_king_tensor(p, models, seed=p)) for p in (300, 316)]
+    assert 500 * models * models >= KEPT_ROWS_FROM
+    assert lane_prompts(big, 500, 1) == 320
+    assert lane_prompts(big, 318, 1) == 318
+    assert lane_prompts(big, 500, 16) == 500
+    small = [solvers.koth_game(solvers.synthetic_king_tensor(p, 5, seed=p)) for p in (50, 60)]
+    assert 80 * 5 * 5 < KEPT_ROWS_FROM
+    assert lane_prompts(small, 80, 1) == 80

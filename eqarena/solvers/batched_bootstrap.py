@@ -95,16 +95,23 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
         ub, target = replicate_game(method, tensor)
         games.append(koth_game(ub))
         targets.append(selection_targets(games[-1], target))
-    if lanes == 1 and prompts * m * m >= KEPT_ROWS_FROM:  # a big game's lane: pad to a bucket of its games' prompts
-        prompts = min(prompts, bucket(max(g.num_actions[0] for g in games), _LANE_PROMPTS_QUANTUM))
     fallback = 0
-    for b, end in enumerate(batched_nash(games, targets, prompts=prompts, lanes=lanes)):
+    for b, end in enumerate(batched_nash(games, targets, prompts=lane_prompts(games, prompts, lanes), lanes=lanes)):
         if end is not None and end.exploitability <= GUARANTEE:
             ratings[b], expl[b] = end.ratings[KING], end.exploitability
         else:
             fallback += 1
             ratings[b], expl[b] = solve_king_ratings(method, tensors[b])
     return ratings, expl, fallback
+
+
+def lane_prompts(games, prompts: int, lanes: int) -> int:
+    """The prompts every game's tensor is padded to on the lanes: a single lane on a big game pads to a
+    bucket of its games' distinct prompts (`_LANE_PROMPTS_QUANTUM`), else to the full data's `prompts`."""
+    m = games[0].num_actions[1]
+    if lanes == 1 and prompts * m * m >= KEPT_ROWS_FROM:
+        return min(prompts, bucket(max(g.num_actions[0] for g in games), _LANE_PROMPTS_QUANTUM))
+    return prompts
 
 
 def batches_pay(shape) -> bool:

@@ -14,9 +14,10 @@ caller solves it with `nash`.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+import time
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -100,6 +101,7 @@ def batched_nash(
     lanes: int = LANES,
     record: int = RECORD,
     options: ContinuationOptions = ContinuationOptions(),
+    timings: dict[str, float] | None = None,
 ) -> list[BranchEnd | None]:
     """The branch end of every game from its targets (strictly positive, one per player, as
     `nash.selection_targets` gives them), or None where `nash` must retrace it.
@@ -109,7 +111,9 @@ def batched_nash(
     fixed `prompts` and `lanes` keep one compilation for any set of games. With one lane the trace
     is not vmapped, and on games of `KEPT_ROWS_FROM` cells or more its attempts run on the fewest
     `KEPT_ROWS` prompts of highest logit that hold all that carry mass (as the one-by-one trace prunes
-    the others).
+    the others). timings: if given, a dict to which the seconds spent in the compiled trace (waited for
+    and copied to the host), in the monitor's replay of its points and in finishing the ends are added
+    ("trace", "monitor", "finish").
     """
     if not games:
         return []
@@ -141,17 +145,21 @@ def batched_nash(
     fresh = np.ones(lanes, dtype=bool)  # every lane starts its game in the first call
     ends = [None if g is None else BranchMonitor(games[g], tol, polish_from) for g in game_of]
     out: list[BranchEnd | None] = [None] * len(games)
+    clock = _Clock(timings)
     while any(g is not None for g in game_of):
         run = _compiled(program, state, fresh, log_t, u_lanes, opts)  # compiled on the first call
-        state = _host(run(state, fresh, log_t, u_lanes, opts))
+        with clock("trace"):
+            state = _host(run(state, fresh, log_t, u_lanes, opts))
         fresh[:] = False
         for lane, g in enumerate(game_of):
             if g is None:
                 continue
-            reason, counters = _replay(ends[lane], state, lane, games[g].num_actions[0], polish_from)
+            with clock("monitor"):
+                reason, counters = _replay(ends[lane], state, lane, games[g].num_actions[0], polish_from)
             if reason is None:
                 continue
-            out[g] = _finish(games[g], ends[lane], targets[g], reason, counters, tol)
+            with clock("finish"):
+                out[g] = _finish(games[g], ends[lane], targets[g], reason, counters, tol)
             game_of[lane] = g_next = next(queue, None)
             if g_next is None:
                 state.stop[lane] = trace.MAX_STEPS  # idle from now on
@@ -160,6 +168,24 @@ def batched_nash(
             load(lane, g_next)
             fresh[lane] = True  # the next call starts it at its new game's branch start
     return out
+
+
+class _Clock:
+    """`with clock(part):` adds the block's seconds to timings[part]; nothing when timings is None."""
+
+    def __init__(self, timings: dict[str, float] | None):
+        self.timings = timings
+
+    @contextmanager
+    def __call__(self, part: str) -> Iterator[None]:
+        if self.timings is None:
+            yield
+            return
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[part] = self.timings.get(part, 0.0) + time.perf_counter() - start
 
 
 def _host(lanes):
