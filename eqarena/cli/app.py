@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import signal
@@ -145,14 +146,15 @@ _EXTENSION_INIT = {ExtensionFileLoader.create_module.__code__, ExtensionFileLoad
 
 def _drops_exceptions(frame) -> bool:
     """Whether `frame` runs where an exception raised may be dropped: inside a garbage-collection callback
-    (JAX registers one, and it runs often while modules import) or a finalizer, where Python prints and drops
-    exceptions, or inside the initialisation of a compiled extension module, whose C code may swallow them
-    (every Cython module with memoryviews, numpy.random's among them, registers their type with
-    `collections.abc.Sequence` in a bare `try: ... except: pass`) or crash on them (jaxlib's did, mid-import)."""
+    (JAX registers one, and it runs often while modules import), a finalizer or the unraisable hook, where
+    Python prints and drops exceptions, or inside the initialisation of a compiled extension module, whose C
+    code may swallow them (every Cython module with memoryviews, numpy.random's among them, registers their
+    type with `collections.abc.Sequence` in a bare `try: ... except: pass`) or crash on them (jaxlib's did,
+    mid-import). The hook counts whenever it is redelivering: a signal sent again can land before it returns."""
     callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
     while frame is not None:
         code = frame.f_code
-        if code in callbacks or code in _EXTENSION_INIT or code.co_name == "__del__":
+        if code in callbacks or code in _EXTENSION_INIT or code in _REDELIVERY or code.co_name == "__del__":
             return True
         frame = frame.f_back
     return False
@@ -162,14 +164,18 @@ def _redelivering(default: Callable) -> Callable:
     """A `sys.unraisablehook` that sends a stopping signal again when its KeyboardInterrupt was dropped where
     `_drops_exceptions` cannot tell (a weakref callback): the interrupt is then raised wherever the command is
     10 ms later, not lost. Everything else goes to `default`."""
+    return functools.partial(_redeliver_or, default)
 
-    def hook(unraisable) -> None:
-        if isinstance(unraisable.exc_value, _Stopped):
-            _deliver_again(unraisable.exc_value.signum)
-        else:
-            default(unraisable)
 
-    return hook
+def _redeliver_or(default: Callable, unraisable) -> None:
+    if isinstance(unraisable.exc_value, _Stopped):
+        _deliver_again(unraisable.exc_value.signum)
+    else:
+        default(unraisable)
+
+
+# Code that sends a signal again; the signal may land while it still runs (a loaded machine), and is sent again
+_REDELIVERY = {_deliver_again.__code__, _redeliver_or.__code__}
 
 
 if __name__ == "__main__":
