@@ -13,9 +13,14 @@ Cases and the goals they are held to (2 cores):
   battles-2M      import a 2,000,000-row battle log (200 models, 5,000 prompts)   <= 60 s, <= 2 GB
   scores-805x200  import an 805 x 200 per-prompt score table                      <= 15 s
   rate-18x65      rate --bootstrap 0 on an 18 x 65 score table (5% cells empty)   <= 10 s
-  rate-805x200    rate --bootstrap 0 on the 805 x 200 table                       <= 120 s
+  rate-805x200    rate --bootstrap 0 on the 805 x 200 table                       <= 60 s
   boot-500x17     200 NE + 200 CCE bootstrap replicates of a 500 x 17 game        <= 5 s
   rate-default    default rate (bootstrap on) on the 18 x 65 table                <= 60 s
+  pref-805x8      default rate on an 805 x 8 baseline-only preference table       <= 60 s
+  pref-805x52     default rate on an 805 x 52 baseline-only preference table      <= 180 s
+  boot-805x200    default rate (bootstrap on) on the 805 x 200 table              <= 300 s
+  rate-log-2M     default rate on the 2M-battle log (prompt groups), end to end   <= 120 s, <= 4 GB
+                  (its "first line" column: when rate's first `eqarena:` line came, goal <= 10 s)
   run-bundled     `eqarena run` on the bundled data                               <= 15 s
   run-first       the same on a machine's first run (no compiled solvers kept yet) <= 15 s
   import-3        a 3-line `eqarena import pairwise`                              <= 3 s
@@ -51,9 +56,13 @@ CASES = (
     Case("battles-2M", 60, 2048, "import 2,000,000-row battle log (200 models, 5,000 prompts)"),
     Case("scores-805x200", 15, None, "import an 805 x 200 per-prompt score table"),
     Case("rate-18x65", 10, None, "rate --bootstrap 0, 18 prompts x 65 models (CLI)"),
-    Case("rate-805x200", 120, None, "rate --bootstrap 0, 805 x 200"),
+    Case("rate-805x200", 60, None, "rate --bootstrap 0, 805 x 200"),
     Case("boot-500x17", 5, None, "200 NE + 200 CCE bootstrap replicates, 500 x 17"),
     Case("rate-default", 60, None, "default rate (bootstrap on), 18 x 65"),
+    Case("pref-805x8", 60, None, "default rate, 805 x 8 baseline-only preference table"),
+    Case("pref-805x52", 180, None, "default rate, 805 x 52 baseline-only preference table"),
+    Case("boot-805x200", 300, None, "default rate (bootstrap on), 805 x 200"),
+    Case("rate-log-2M", 120, 4096, "default rate on the 2M-battle log (prompt groups)"),
     Case("run-bundled", 15, None, "eqarena run on the bundled data"),
     Case("run-first", 15, None, "the same, first run: no compiled solvers kept yet"),
     Case("import-3", 3, None, "a 3-line eqarena import pairwise"),
@@ -66,6 +75,7 @@ class Measured:
     rss_mb: float
     ok: bool
     note: str = ""
+    first_line_s: float | None = None  # when the first `eqarena:` line appeared
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -107,6 +117,22 @@ def score_table(path: Path, prompts: int, models: int, empty: float = 0.0, seed:
     return path
 
 
+def preference_table(path: Path, prompts: int, models: int, seed: int = 0) -> Path:
+    """An AlpacaEval-style preference table: an instruction_idx column and a column per model holding its
+    preference over the baseline model-000 on each instruction (1 baseline, 2 model, 1.5 tie), drawn with
+    the Bradley-Terry probability of a per-instruction skill gap."""
+    if path.exists():
+        return path
+    rng = np.random.default_rng(seed)
+    skill = rng.normal(0.0, 1.0, models)[None, 1:] + rng.normal(0.0, 1.0, (prompts, models - 1))
+    win = rng.random((prompts, models - 1)) < 1.0 / (1.0 + np.exp(-(skill - rng.normal(0.0, 0.5, (prompts, 1)))))
+    tie = rng.random((prompts, models - 1)) < 0.1
+    preference = np.where(tie, 1.5, np.where(win, 2.0, 1.0))
+    frame = pl.DataFrame({"instruction_idx": np.arange(prompts)})
+    frame.with_columns([pl.Series(f"model-{m:03d}", preference[:, m - 1]) for m in range(1, models)]).write_csv(path)
+    return path
+
+
 def three_line_table(path: Path) -> Path:
     path.write_text("prompt_id,model_a,model_b,verdict\np1,x,y,A>B\np1,y,x,B>A\np2,x,y,A=B\n")
     return path
@@ -127,8 +153,12 @@ def _run(command: list[str], timeout: float, cwd: Path, env: dict, output) -> Me
                                start_new_session=True)
     peak = _PeakRss(process.pid)
     deadline = start + timeout
+    first_line = None
     while True:
         peak.sample()
+        size = os.fstat(output.fileno()).st_size if first_line is None else 0
+        if size and b"eqarena: " in os.pread(output.fileno(), size, 0):  # pread: the child's offset stays
+            first_line = time.perf_counter() - start
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
         if pid:
             break
@@ -141,7 +171,8 @@ def _run(command: list[str], timeout: float, cwd: Path, env: dict, output) -> Me
     ok = os.waitstatus_to_exitcode(status) == 0
     output.seek(0)
     lines = output.read().decode(errors="replace").strip().splitlines()
-    return Measured(seconds, peak.mb(usage), ok, "" if ok else (lines[-1][:120] if lines else "no output"))
+    return Measured(seconds, peak.mb(usage), ok, "" if ok else (lines[-1][:120] if lines else "no output"),
+                    first_line)
 
 
 class _PeakRss:
@@ -214,6 +245,16 @@ def case_commands(case: str, checkout: Path, work: Path) -> tuple[list[list[str]
         return [eqarena + ["import", "scores", str(small), *with_db]], eqarena + ["rate", "--missing", "impute", *with_db]
     if case == "rate-805x200":
         return [eqarena + ["import", "scores", str(big), *with_db]], eqarena + ["rate", "--bootstrap", "0", *with_db]
+    if case in ("pref-805x8", "pref-805x52"):
+        models = 8 if case == "pref-805x8" else 52
+        table = preference_table(work / f"preferences-805x{models}.csv", 805, models, seed=models)
+        return [eqarena + ["import", "pairwise", "--layout", "preferences", "--baseline", "model-000", str(table),
+                           *with_db]], eqarena + ["rate", "--missing", "impute", *with_db]
+    if case == "boot-805x200":
+        return [eqarena + ["import", "scores", str(big), *with_db]], eqarena + ["rate", *with_db]
+    if case == "rate-log-2M":
+        return [eqarena + ["import", "battles", str(battle_log(work / "battles-2M.parquet")), *with_db]], \
+            eqarena + ["rate", *with_db]
     if case == "boot-500x17":
         return [], [python, "-c", BOOTSTRAP_SNIPPET]
     if case in ("run-bundled", "run-first"):
@@ -252,12 +293,13 @@ def main() -> None:
 
     print(f"eqarena at {checkout} ({_revision(checkout)}), {os.cpu_count()} CPUs, data in {work}")
     print()
-    print(f"{'case':<15} {'what':<62} {'goal s':>7} {'wall s':>8} {'peak MB':>8}  result")
+    print(f"{'case':<15} {'what':<62} {'goal s':>7} {'wall s':>8} {'peak MB':>8} {'1st line':>8}  result")
     for case in (c for c in CASES if c.name in names):
         setup, command = case_commands(case.name, checkout, work)
         failed = next((m for m in (run(s, args.timeout, checkout, env) for s in setup) if not m.ok), None)
         if failed is not None:
-            print(f"{case.name:<15} {case.what:<62} {case.goal_s:>7g} {'-':>8} {'-':>8}  set-up failed: {failed.note}")
+            print(f"{case.name:<15} {case.what:<62} {case.goal_s:>7g} {'-':>8} {'-':>8} {'-':>8}  "
+                  f"set-up failed: {failed.note}")
             continue
         measured = run(command, args.timeout, checkout, case_environment(case.name, work, env))
         wall = f"> {args.timeout:g}" if measured.note == "timeout" else f"{measured.seconds:.1f}"
@@ -265,7 +307,9 @@ def main() -> None:
             (case.goal_rss_mb is None or measured.rss_mb <= case.goal_rss_mb)
         result = "meets goal" if met else ("slower than goal" if measured.ok else f"failed: {measured.note}")
         goal = f"{case.goal_s:g}" + (f"/{case.goal_rss_mb / 1024:g}G" if case.goal_rss_mb else "")
-        print(f"{case.name:<15} {case.what:<62} {goal:>7} {wall:>8} {measured.rss_mb:>8.0f}  {result}", flush=True)
+        first = "-" if measured.first_line_s is None else f"{measured.first_line_s:.1f}"
+        print(f"{case.name:<15} {case.what:<62} {goal:>7} {wall:>8} {measured.rss_mb:>8.0f} {first:>8}  {result}",
+              flush=True)
     shutil.rmtree(work / "report", ignore_errors=True)
 
 

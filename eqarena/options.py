@@ -87,6 +87,25 @@ class Grouping(StrEnum):
     CLUSTER = "cluster"
 
 
+class PromptActions(StrEnum):
+    """What the prompt player's actions are (`rate --prompt-groups`, docs/game.md#prompt-groups): each
+    prompt (`prompts`, the paper's game), or groups of prompts whose payoffs come from every battle of
+    the group, smoothed by a Bradley-Terry fit per group shrunk towards the global fit: one group
+    (`all`), a column of `prompts` (`category`, `cluster`), or a battle log's fields (`language`, `turn`,
+    `tag`: Chatbot Arena's category_tag). `auto`: per prompt, unless the judged cells are too sparse for
+    per-prompt payoffs (a battle log), then the first grouping the dataset has of tag, category,
+    language, cluster, else all."""
+
+    AUTO = "auto"
+    PROMPTS = "prompts"
+    ALL = "all"
+    CATEGORY = "category"
+    CLUSTER = "cluster"
+    LANGUAGE = "language"
+    TURN = "turn"
+    TAG = "tag"
+
+
 class ScorePayoff(StrEnum):
     """How two per-prompt scores become a payoff: clip((s_a - s_b) / scale, -1, 1), or its sign."""
 
@@ -134,15 +153,19 @@ class BootstrapOptions:
     """Bootstrap confidence of every method: at most `replicates` resamples (0 or 1: none), seeded by
     `seed`; the equilibria's stop earlier once their intervals settle, no bound moving by more than
     `settle` times the interval width over 24 replicates (0: always all `replicates`;
-    solvers.bootstrap.Settling)."""
+    solvers.bootstrap.Settling). `time_limit`: seconds the replicates may take (0: no limit); fewer
+    replicates are planned when the full-data solves say they would take longer, and the bootstrap stops
+    at the limit with the replicates done (stated in the output)."""
 
     replicates: int = 200
     seed: int = 0
     settle: float = 0.1
+    time_limit: float = 600.0
 
     def __post_init__(self):
         _at_least("bootstrap", self.replicates, 0)
         _at_least("settle", self.settle, 0.0)
+        _at_least("bootstrap-time", self.time_limit, 0.0)
 
 
 @dataclass(frozen=True)
@@ -154,7 +177,8 @@ class RateOptions:
     arena-hard-auto import is its baseline); `style_control`: also rate by `bt-style` (Bradley-Terry
     with the answers' length and markdown as covariates). `category`: rate only the prompts of this
     category (table prompts); `by`: also rate each category (or cluster) on its own, point ratings by
-    the same methods and missing-cell policy."""
+    the same methods and missing-cell policy. `prompt_groups`: the prompt player's actions
+    (`PromptActions`)."""
 
     dataset: str | None = None
     judges: tuple[str, ...] = ()
@@ -166,10 +190,15 @@ class RateOptions:
     style_control: bool = False
     category: str | None = None
     by: Grouping | None = None
+    prompt_groups: PromptActions = PromptActions.AUTO
 
     def __post_init__(self):
         _tuple(self, "judges", "methods")
-        _coerce(self, missing=MissingPolicy, orders=OrderRule, by=Grouping)
+        _coerce(self, missing=MissingPolicy, orders=OrderRule, by=Grouping, prompt_groups=PromptActions)
+        if (self.category is not None or self.by is not None) and \
+                self.prompt_groups not in (PromptActions.AUTO, PromptActions.PROMPTS):
+            raise ValueError("--prompt-groups cannot be combined with --category or --by: a group game already "
+                             "rates every group as one of the prompt player's actions")
         if self.category is not None and not self.category.strip():
             raise ValueError("--category must name a category; got an empty string")
         if self.category is not None and self.by is not None:

@@ -28,22 +28,35 @@ from eqarena.cli.support import (
     run_pipeline,
     split_list,
 )
-from eqarena.options import DEFAULT_OUT_DIR, BootstrapOptions, RateOptions
+from eqarena.options import DEFAULT_OUT_DIR, BootstrapOptions, PromptActions, RateOptions
+
+PROMPT_GROUPS_HELP = (
+    "The prompt player's actions: each prompt (prompts), or groups of prompts whose payoffs come from every "
+    "battle of the group, smoothed by a Bradley-Terry fit per group shrunk towards the global fit: all (one "
+    "group), category, cluster, or a battle log's language, turn, tag (Chatbot Arena's category_tag). auto: "
+    "per prompt, unless the judged cells are too sparse for that (a battle log: under 10% judged and over "
+    "20M cells), then the first of tag, category, language, cluster the dataset has, else all; it says which.")
+BOOTSTRAP_TIME_HELP = (
+    "Seconds the bootstrap's replicates may take (0: no limit). It says what the replicates will cost before "
+    "it starts, plans fewer when they would take longer, and stops at the limit with the replicates done.")
 
 
 def rate_options(methods: Optional[str], missing: str, orders: str = "both", bootstrap: int = 200, seed: int = 0,
                  judges: Optional[list[str]] = None, dataset: Optional[str] = None,
                  settle: float = BootstrapOptions.settle, baseline: Optional[str] = None,
                  style_control: bool = False, category: Optional[str] = None,
-                 by: Optional[str] = None) -> RateOptions:
+                 by: Optional[str] = None, prompt_groups: str = RateOptions.prompt_groups.value,
+                 bootstrap_time: float = BootstrapOptions.time_limit) -> RateOptions:
     """RateOptions from the flags, checked before any work starts (one-line error, exit 1)."""
     from eqarena.methods import parse_methods
 
     with options_errors():
         return RateOptions(dataset=dataset, judges=tuple(split_list(judges)),
                            methods=parse_methods(methods) if methods else None, missing=missing, orders=orders,
-                           bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, settle=settle),
-                           baseline=baseline, style_control=style_control, category=category, by=by)
+                           bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, settle=settle,
+                                                      time_limit=bootstrap_time),
+                           baseline=baseline, style_control=style_control, category=category, by=by,
+                           prompt_groups=prompt_groups)
 
 
 @cli_errors()
@@ -68,12 +81,17 @@ def rate(
                                        "the responses' texts); its style coefficients go in the run's parameters."),
     category: Optional[str] = typer.Option(None, "--category", metavar="NAME", help=CATEGORY_HELP),
     by: Optional[str] = BY,
+    prompt_groups: PromptActions = typer.Option(RateOptions.prompt_groups, "--prompt-groups",
+                                                help=PROMPT_GROUPS_HELP),
+    bootstrap_time: float = typer.Option(BootstrapOptions.time_limit, "--bootstrap-time", min=0.0,
+                                         metavar="SECONDS", help=BOOTSTRAP_TIME_HELP),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
     """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
     options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle, baseline=baseline,
-                           style_control=style_control, category=category, by=by)
+                           style_control=style_control, category=category, by=by,
+                           prompt_groups=prompt_groups.value, bootstrap_time=bootstrap_time)
     options = replace(options, dataset=checked_dataset(dataset, db))
     from eqarena.tasks.bootstrap_plan import planned_bootstrap_workers
     from eqarena.tasks.parallel import workers_ahead

@@ -95,11 +95,20 @@ def score_frame() -> pl.DataFrame:
     return pl.DataFrame(schema=SCORE_SCHEMA)
 
 
+# Labels of prompts beyond category / cluster (table prompt_tags): grouping language, turn or tag.
+TAG_SCHEMA = {"prompt_id": pl.Utf8, "grouping": pl.Utf8, "tag": pl.Utf8}
+
+
+def tag_frame() -> pl.DataFrame:
+    """An empty frame of TAG_SCHEMA."""
+    return pl.DataFrame(schema=TAG_SCHEMA)
+
+
 @dataclass(frozen=True, eq=False)
 class Dataset:
     """One dataset, validated: every response and judgment refers to a prompt (and models) it holds.
 
-    `judgments` (JUDGMENT_SCHEMA) and `scores` (SCORE_SCHEMA) are polars frames."""
+    `judgments` (JUDGMENT_SCHEMA), `scores` (SCORE_SCHEMA) and `tags` (TAG_SCHEMA) are polars frames."""
 
     name: str
     source: str
@@ -107,6 +116,7 @@ class Dataset:
     responses: tuple[Response, ...] = ()
     judgments: pl.DataFrame = field(default_factory=judgment_frame)
     scores: pl.DataFrame = field(default_factory=score_frame)
+    tags: pl.DataFrame = field(default_factory=tag_frame)
 
     @property
     def models(self) -> tuple[str, ...]:

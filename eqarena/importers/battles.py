@@ -7,15 +7,20 @@ five-label verdicts are accepted too), optional `question_id` and `turn`.
   (the game is then the plain win-rate matrix).
 - The first user message of `conversation_a` (JSON/JSONL) becomes the prompt's text (first turns only).
 - Every battle is one judgment by the judge `--judge` (default `battles:<file name>`); the row's other
-  scalar fields (the voter, timestamp, language, ...) are kept as its raw text. Repeated battles of the
+  scalar fields (the voter, timestamp, language, ...) are kept as its raw text.
+- Prompt labels for `rate --prompt-groups` (table prompt_tags): `language`, `turn` (1, 2, 3+) and, in
+  JSON / JSONL logs, each true tag of Chatbot Arena's nested `category_tag` (`category_tags`). Repeated battles of the
   same pair on the same prompt are samples 0, 1, ... in file order.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
+
+from eqarena.datasets.records import tag_frame
 
 from eqarena.importers.pairwise import scalar_json, to_dataset, with_scores
 from eqarena.importers.result import Imported
@@ -25,9 +30,32 @@ TEMPLATE_TAG = "battle"
 POOLED_PROMPT = "all"
 
 
+HARD_CRITERIA = 6  # a prompt meeting this many of criteria_v0.1's 7 criteria is a hard prompt (Chatbot Arena)
+
+
+def category_tags(tags) -> list[str]:
+    """The true tags of Chatbot Arena's nested `category_tag` as `<family>/<tag>` (e.g. 'math_v0.1/math',
+    'if_v0.1/if', 'criteria_v0.1/complexity'), plus 'criteria_v0.1/hard' when HARD_CRITERIA or more
+    criteria hold (Chatbot Arena's hard prompts). Non-boolean fields (if_v0.1's score) are left out."""
+    if not isinstance(tags, dict):
+        return []
+    out = []
+    for family, inner in sorted(tags.items()):
+        if not isinstance(inner, dict):
+            continue
+        true = sorted(k for k, v in inner.items() if v is True)
+        out += [f"{family}/{k}" for k in true]
+        if family.startswith("criteria") and len(true) >= HARD_CRITERIA:
+            out.append(f"{family}/hard")
+    return out
+
+
 def _record(obj: dict) -> dict:
-    """A battle's scalar fields plus the first user message as `prompt_text`."""
+    """A battle's scalar fields plus the first user message as `prompt_text` and its category tags,
+    '|'-joined, as `category_tags`."""
     row = {k: v for k, v in obj.items() if v is None or isinstance(v, (str, int, float, bool))}
+    if "category_tag" in obj:
+        row["category_tags"] = "|".join(category_tags(obj["category_tag"]))
     conversation = obj.get("conversation_a")
     if isinstance(conversation, list):
         for message in conversation:
@@ -48,7 +76,28 @@ def read_battles(paths: list[Path], name: str | None, judge: str | None) -> Impo
                          f"({POOLED_PROMPT!r})")
     frame = pl.concat(frames, how="diagonal_relaxed")
     dataset = name or paths[0].stem
-    return Imported(to_dataset(frame, dataset, ", ".join(map(str, paths)), TEMPLATE_TAG), tuple(notes))
+    data = to_dataset(frame, dataset, ", ".join(map(str, paths)), TEMPLATE_TAG)
+    return Imported(replace(data, tags=prompt_tags(frame)), tuple(notes))
+
+
+def prompt_tags(frame: pl.DataFrame) -> pl.DataFrame:
+    """(prompt_id, grouping, tag) of the battles' `language`, `turn` (1, 2, 3+) and `category_tags`, each
+    distinct label of a prompt once (table prompt_tags; `rate --prompt-groups language|turn|tag`)."""
+    parts = []
+    if "language" in frame.columns:
+        parts.append(frame.select("prompt_id", pl.lit("language").alias("grouping"),
+                                  pl.col("language").cast(pl.Utf8).str.strip_chars().alias("tag")))
+    if "turn" in frame.columns:
+        turn = pl.col("turn").cast(pl.Int64)
+        parts.append(frame.select("prompt_id", pl.lit("turn").alias("grouping"),
+                                  pl.when(turn >= 3).then(pl.lit("3+")).otherwise(turn.cast(pl.Utf8)).alias("tag")))
+    if "category_tags" in frame.columns:
+        parts.append(frame.select("prompt_id", pl.lit("tag").alias("grouping"),
+                                  pl.col("category_tags").cast(pl.Utf8).str.split("|").alias("tag")).explode("tag"))
+    if not parts:
+        return tag_frame()
+    tags = pl.concat(parts).filter(pl.col("tag").is_not_null() & (pl.col("tag") != ""))
+    return tags.unique(maintain_order=True).sort("prompt_id", "grouping", "tag")
 
 
 def _read_one(path: Path, judge: str) -> tuple[pl.DataFrame, bool]:

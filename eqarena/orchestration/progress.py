@@ -47,3 +47,10 @@ def stage(description: str, total: int | None = None) -> Iterator[Callable[[int]
     seconds = time.perf_counter() - start
     if seconds >= LINE_AFTER_S:
         print(f"eqarena: {description} done in {seconds:.1f} s", file=sys.stderr, flush=True)
+
+
+def say(line: str) -> None:
+    """One line on stderr now (`eqarena: <line>`), for what a user should know before a long step ends:
+    a choice the defaults made, or how long the step will take. Silenced by EQARENA_PROGRESS=0."""
+    if _enabled():
+        print(f"eqarena: {line}", file=sys.stderr, flush=True)

@@ -73,6 +73,8 @@ def _rate(options: RateOptions, db: str | None, on_solved, methods: tuple[str, .
         assembled = assemble(db, options)
     tensor = assembled.tensor
     parameters = rate_parameters(options, methods, tensor.judges)
+    if assembled.grouping is not None:
+        parameters["prompt_groups"] = assembled.grouping
     run_logger().info(
         f"u_king {tensor.shape[0]} prompts x {tensor.shape[1]} models from {len(assembled.battles['score'])} "
         f"ok judgments of {', '.join(tensor.judges)}; {assembled.dropped.summary()}")
@@ -89,8 +91,8 @@ def _rate(options: RateOptions, db: str | None, on_solved, methods: tuple[str, .
         on_solved(SolvedRun(log.run_id, tensor, methods, list(solved)))
     with log.timed("bootstrap"), stage("bootstrap replicates", total=boot.replicates) as done:
         intervals, parameters["bootstrap_equilibria"] = bootstrap_equilibria(
-            tensor, assembled.battles, solved, boot, progress=done)
-    notes = _twin_notes(solved) + _bootstrap_notes(parameters["bootstrap_equilibria"])
+            tensor, assembled.battles, solved, boot, progress=done, source=assembled.replicates)
+    notes = _group_game_notes(assembled) + _twin_notes(solved) + _bootstrap_notes(parameters["bootstrap_equilibria"])
     groups = []
     if options.by is not None:
         with log.timed(f"by-{options.by.value}"), stage(f"rating each {options.by.value}") as done:
@@ -110,6 +112,19 @@ def _rate(options: RateOptions, db: str | None, on_solved, methods: tuple[str, .
     return RateResult(run_id=run_id, dataset=options.dataset, judges=tuple(tensor.judges), shape=tensor.shape,
                       dropped=assembled.dropped.summary(), exploitability=exploitability, timings=timings,
                       notes=notes)
+
+
+def _group_game_notes(assembled) -> tuple[str, ...]:
+    """One line on a prompt-group game: its grouping and groups, and what rests on the smoothing."""
+    if assembled.grouping is None:
+        return ()
+    tensor = assembled.tensor
+    smoothed = tensor.imputed.sum(axis=(1, 2)) / max(tensor.shape[1] * (tensor.shape[1] - 1), 1)
+    shown = ", ".join(f"{g} {s:.0%}" for g, s in list(zip(tensor.prompts, smoothed))[:6])
+    more = f", ... (+{len(smoothed) - 6} more)" if len(smoothed) > 6 else ""
+    return (f"prompt groups by {assembled.grouping}: {len(tensor.prompts)} group(s) as the prompt player's actions, "
+            f"payoffs from every battle of a group by a Bradley-Terry fit shrunk towards the global one "
+            f"(shrinkage {assembled.replicates.full.shrinkage:g}); pairs no battle of the group compared: {shown}{more}",)
 
 
 def _group_notes(groups) -> tuple[str, ...]:

@@ -12,7 +12,11 @@ calls, as in `cce._solve_koth`. The maximum relative entropy CCE is unique (stri
 so any start gives the same CCE: replicates start from the multipliers of a reference solve (the
 full data), which saves Newton steps and changes nothing else. A replicate that this path cannot
 take (its CCE lies on a face: `_cce_dual.koth_face`; or it needs more working deviations) or that
-ends above `tol` is flagged `ok = False`, and the caller solves it with `cce.cce`.
+runs out of steps is flagged `ok = False`, and the caller solves it with `cce.cce`. A replicate whose
+line search finds no decrease has reached rounding level: as in `cce.cce`, that ends its solve, and it
+is ok when no deviation outside its working set is violated (where that happens before the residual
+reaches `tol` depends on the machine's rounding, so the flag must not hang on it; the caller still
+re-solves any replicate above the exploitability guarantee).
 """
 
 from __future__ import annotations
@@ -86,7 +90,10 @@ def batched_cce(u, log_targets, *, warm=None, tol: float = 1e-9, capacity: int =
         ratings[active], expl[active] = rk, ex
         still = []
         for k, r in enumerate(active):
-            if stalled[k] or steps[r] >= max_steps:
+            if stalled[k]:  # rounding level reached: the end of the solve, as in `cce.cce`
+                converged[r] = state.ok[r] and not state.violated(r, gp[k])
+                continue
+            if steps[r] >= max_steps:
                 continue
             if res[k] > tol:
                 still.append(r)
@@ -168,6 +175,11 @@ class _Replicates:
             z[:, self.capacity: self.capacity + m] = np.asarray(self.warm[1])
             z[:, self.capacity + m:] = np.asarray(self.warm[2])
         return z
+
+    def violated(self, r, gaps) -> bool:
+        """Whether replicate r has a candidate deviation outside its working set with a gap above tol."""
+        cand = self.candidates[r]
+        return bool(np.any((gaps[cand] > self.tol) & ~np.isin(cand, self.work[r, : self.count[r]])))
 
     def grow(self, r, gaps, z) -> bool:
         """Add replicate r's violated candidate deviations to its working set (dropping idle ones

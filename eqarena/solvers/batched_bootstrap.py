@@ -58,11 +58,12 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int | range
     warm = _reference_multipliers(u, target)
     ratings, expl = np.zeros((len(indices), m)), np.zeros(len(indices))
     fallback = 0
-    if scheme == "prompts":
+    slices = scheme == "prompts" and getattr(solver, "source", None) is None  # replicates draw u's prompt slices
+    if slices:
         first, content = identical_rows(u.reshape(p, -1))
     for start in range(0, len(indices), GROUP):
         block = indices[start: start + GROUP]
-        if scheme == "prompts":
+        if slices:
             tensors = u
             logs = [_prompt_log_targets(u, first, content, prompt_replicate(p, solver.seed, b), target) for b in block]
         else:

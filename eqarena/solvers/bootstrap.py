@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqarena.methods import get_method
+from eqarena.solvers.group_game import GroupReplicates
 from eqarena.solvers.intervals import rating_interval
 from eqarena.solvers.replicates import (  # noqa: F401  (one replicate's game and solve, re-exported)
     SCHEMES,
@@ -145,10 +146,17 @@ class ReplicateSolver:
     imputed: np.ndarray | None = None
     batch_units: bool = False  # solve a unit's replicates of an NE method as one batch (`batched_bootstrap`)
     starts: Mapping[str, Sequence[np.ndarray]] | None = None  # {method: the full data's dual multipliers}
+    source: GroupReplicates | None = None  # a prompt-group game: its "prompts" replicates refit the groups
     _groups: Groups | None = field(default=None, repr=False)
+    _last: tuple[int, np.ndarray] | None = field(default=None, repr=False)
 
     def game(self, scheme: str, replicate: int) -> np.ndarray:
         """Replicate `replicate`'s tensor under `scheme`; depends only on (seed, scheme, replicate)."""
+        if scheme == "prompts" and self.source is not None:  # a refit: kept for the unit's next method
+            if self._last is None or self._last[0] != replicate:
+                rng = np.random.default_rng([self.seed, SCHEMES.index("prompts"), replicate])
+                self._last = (replicate, self.source.replicate(rng))
+            return self._last[1]
         if scheme == "prompts":
             return self.u_king[prompt_replicate(len(self.u_king), self.seed, replicate)]
         if self._groups is None:
@@ -168,7 +176,7 @@ class ReplicateSolver:
         if full is None:  # a solver that gave none
             return None
         prompts = full[0]
-        if scheme == "prompts":
+        if scheme == "prompts" and self.source is None:
             prompts = prompts[prompt_replicate(len(self.u_king), self.seed, replicate)]
         return [prompts, full[1], full[2]]
 
@@ -250,6 +258,8 @@ def bootstrap_ratings(
     progress: Callable[[int], None] | None = None,
     full: Mapping[str, np.ndarray] | None = None,
     starts: Mapping[str, Sequence[np.ndarray]] | None = None,
+    source: GroupReplicates | None = None,
+    deadline: float | None = None,
 ) -> list[BootstrapRatings]:
     """Bootstrap every equilibrium method of `methods` (names of the method registry) under every
     scheme of `schemes`.
@@ -272,6 +282,10 @@ def bootstrap_ratings(
     starts: {method: the full data's dual multipliers (`Equilibrium.multipliers`)} of methods that
     `warm_starts` (the CCEs); their replicates are solved from there, which gives the same equilibrium in
     fewer steps. A method that warm-starts and is missing from it is solved once for them.
+    source: the replicates of a prompt-group game (`solvers.group_game`): its "prompts" replicates draw the
+    log's prompts and refit the groups, instead of drawing u_king's slices.
+    deadline: a `time.perf_counter()` after which no further block of replicates is waited for (the ones
+    done are kept, at least one block; diagnostics["stopped"] says so).
     Returns one BootstrapRatings per (method, scheme), methods outer.
     """
     if any(not get_method(m).is_equilibrium for m in methods) or any(s not in SCHEMES for s in schemes):
@@ -292,7 +306,7 @@ def bootstrap_ratings(
     known = dict(starts or {})  # solved here before the workers need them (batches need them only to fall back)
     starts = {m: known[m] if m in known else _full_multipliers(m, u_king)
               for m in methods if get_method(m).warm_starts and (m in known or m not in together)}
-    solver = ReplicateSolver(u_king, seed, battles, imputed, batch_units, starts)
+    solver = ReplicateSolver(u_king, seed, battles, imputed, batch_units, starts, source)
     chunk = (settling.every if settling else _BATCH_CHUNK) if batch_units else _CHUNK
     groups = twin_groups([m for m in methods if m not in together])
     units = [(g, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk) for s in schemes for g in groups]
@@ -314,6 +328,9 @@ def bootstrap_ratings(
                 progress(done)
             if watch is not None and done < replicates and watch.settled(done, collected):
                 stopped = f"settled: no bound moved more than {settling.tol:g} of its interval's width"
+                break
+            if deadline is not None and done < replicates and time.perf_counter() > deadline and done >= 2:
+                stopped = "time limit: the replicates done when the bootstrap's time ran out"
                 break
     finally:  # settled, or an error or interrupt raised here: a worker pool's map stops its workers now
         close = getattr(results, "close", None)

@@ -187,7 +187,8 @@ def _names(names: list[str], idx, limit: int = 8) -> str:
 
 
 class _Cells(NamedTuple):
-    """The covered unordered cells the fit sees: prompt p, models i < j, soft label y = (1 + u[p, i, j]) / 2."""
+    """The covered unordered cells the fit sees: prompt p, models i < j, soft label y = (1 + u[p, i, j]) / 2,
+    and weight w (1 per cell of a tensor; the number of battles behind a cell of a group game)."""
 
     P: int
     M: int
@@ -195,15 +196,38 @@ class _Cells(NamedTuple):
     i: np.ndarray
     j: np.ndarray
     y: np.ndarray
+    w: np.ndarray
 
     def subset(self, keep: np.ndarray) -> _Cells:
-        return _Cells(self.P, self.M, self.p[keep], self.i[keep], self.j[keep], self.y[keep])
+        return _Cells(self.P, self.M, self.p[keep], self.i[keep], self.j[keep], self.y[keep], self.w[keep])
 
 
 def _cells(obs: np.ndarray, u: np.ndarray) -> _Cells:
     P, M, _ = obs.shape
     p, i, j = np.nonzero(np.triu(obs, k=1))
-    return _Cells(P, M, p, i, j, (1.0 + u[p, i, j]) / 2.0)
+    return _Cells(P, M, p, i, j, (1.0 + u[p, i, j]) / 2.0, np.ones(p.size))
+
+
+class ShrunkStrengths(NamedTuple):
+    """Strengths of a prompt-wise (or group-wise) Bradley-Terry fit: beta (M,) global, theta (P, M) = beta + delta."""
+
+    strengths: np.ndarray
+    prompt_strengths: np.ndarray
+    shrinkage: float
+
+
+def fit_shrunk_strengths(p, i, j, y, w, num_prompts: int, num_models: int, *, shrinkage: float | str = "auto",
+                         start: ShrunkStrengths | None = None) -> ShrunkStrengths:
+    """The model of this module fitted to weighted soft labels: cell k is prompt (or group) p[k], models
+    i[k] < j[k], label y[k] = P(i beats j) in [0, 1], weight w[k] > 0 (e.g. its battles; the loss is the
+    weighted soft-label logistic loss). shrinkage as in `impute_payoffs` ("auto": cross-validated over the
+    cells). start: a nearby fit to start Newton's method from (same shrinkage)."""
+    cells = _Cells(int(num_prompts), int(num_models), np.asarray(p, dtype=np.int64), np.asarray(i, dtype=np.int64),
+                   np.asarray(j, dtype=np.int64), np.asarray(y, dtype=np.float64), np.asarray(w, dtype=np.float64))
+    lam = _cross_validate(cells) if isinstance(shrinkage, str) else float(shrinkage)
+    warm = None if start is None else (start.strengths, start.prompt_strengths - start.strengths[None, :])
+    beta, delta = _fit(cells, lam, warm)
+    return ShrunkStrengths(beta, beta[None, :] + delta, lam)
 
 
 def _cross_validate(cells: _Cells) -> float:
@@ -224,14 +248,14 @@ def _cross_validate(cells: _Cells) -> float:
             pred = np.tanh((theta[test.p, test.i] - theta[test.p, test.j]) / 2.0)
             # Squared error of u: the filled values are used as payoffs, so their error in payoff units is what
             # matters (the bench's RMSE), and it stays bounded where the log loss explodes on cells at +-1.
-            error[g] += float(np.sum((pred - (2.0 * test.y - 1.0)) ** 2))
+            error[g] += float(np.sum(test.w * (pred - (2.0 * test.y - 1.0)) ** 2))
     return grid[int(np.argmin(error))]  # ties: the larger value (the grid runs downwards)
 
 
 def _objective(cells: _Cells, lam: float, beta: np.ndarray, delta: np.ndarray) -> float:
     theta = beta[None, :] + delta
     d = theta[cells.p, cells.i] - theta[cells.p, cells.j]
-    loss = float(np.sum(np.logaddexp(0.0, d) - cells.y * d))
+    loss = float(np.sum(cells.w * (np.logaddexp(0.0, d) - cells.y * d)))
     penalty = 0.0 if math.isinf(lam) else 0.5 * lam * float(np.sum(delta**2))
     return loss + penalty + 0.5 * _BETA_RIDGE * float(np.sum(beta**2))
 
@@ -257,9 +281,9 @@ def _fit(cells: _Cells, lam: float, start=None, tol: float = 1e-16) -> tuple[np.
     for _ in range(_MAX_ITER):
         theta = (beta[None, :] + delta).ravel()
         s = 1.0 / (1.0 + np.exp(-(theta[at_i] - theta[at_j])))
-        r = s - cells.y
+        r = cells.w * (s - cells.y)
         g_theta = (np.bincount(at_i, r, P * M) - np.bincount(at_j, r, P * M)).reshape(P, M)
-        c = s * (1.0 - s)
+        c = cells.w * s * (1.0 - s)
         lap = np.zeros(P * M * M)  # per-prompt Hessian in theta (a weighted graph Laplacian)
         lap[at_ij] = lap[at_ji] = -c
         lap[diag] = np.bincount(at_i, c, P * M) + np.bincount(at_j, c, P * M)

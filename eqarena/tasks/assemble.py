@@ -10,7 +10,9 @@ import numpy as np
 from eqarena import warehouse
 from eqarena.options import ALL_PRD, PRD_PREFIX, MissingPolicy, RateOptions
 from eqarena.orchestration.steps import step
+from eqarena.solvers.group_game import GroupReplicates
 from eqarena.solvers.imputation import ImputationError, impute_payoffs
+from eqarena.tasks.assemble_groups import assemble_group_game, choose_grouping
 from eqarena.warehouse.prompt_groups import PromptGroup, check_group, dataset_groups
 from eqarena.warehouse.tensor import (
     Dropped,
@@ -37,6 +39,8 @@ class Assembled:
     tensor: PayoffTensor
     dropped: Dropped
     battles: dict[str, np.ndarray]
+    grouping: str | None = None  # a prompt-group game's grouping (tasks.assemble_groups), None per prompt
+    replicates: GroupReplicates | None = None  # ... and its bootstrap replicates
 
 
 def expand_judges(dataset: str, available: list[str], requested: list[str] | None) -> list[str]:
@@ -70,13 +74,21 @@ def assemble(db: str | None, options: RateOptions) -> Assembled:
     """Position-balanced u_king and coverage of `options.judges` on `options.dataset` (`orders`: both
     orders needed per cell, or any), on the prompts of `options.category` if given (LookupError listing
     the dataset's categories when it has no such one; also when `options.by` names a grouping its
-    prompts lack, before any solving); applies the missing-cell policy (docs/game.md#missing-cells)."""
+    prompts lack, before any solving); applies the missing-cell policy (docs/game.md#missing-cells). A
+    log too sparse for per-prompt payoffs, or `--prompt-groups`, gives the prompt-group game instead
+    (tasks.assemble_groups), decided in SQL before any tensor is built."""
     with closing(warehouse.connect(db, read_only=True)) as con:
         group = category_group(options)
         if group is not None:
             check_group(con, options.dataset, group)
         if options.by is not None:
             dataset_groups(con, options.dataset, options.by.value, f"--by {options.by.value}")
+        judges = expand_judges(options.dataset, available_judges(con, options.dataset), list(options.judges))
+        choice = choose_grouping(con, options, judges)
+        if choice is not None:
+            game = assemble_group_game(con, options, judges, choice)
+            return Assembled(raw=game.tensor, tensor=game.tensor, dropped=game.dropped, battles=game.battles,
+                             grouping=choice.grouping, replicates=game.replicates)
         return assemble_group(con, options, group)
 
 

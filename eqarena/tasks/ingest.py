@@ -21,6 +21,7 @@ from eqarena.warehouse.catalog import (
     JUDGMENTS,
     MODELS,
     PROMPT_PLACEHOLDERS,
+    PROMPT_TAGS,
     PROMPTS,
     RESPONSES,
     SCORES,
@@ -107,6 +108,9 @@ def write_dataset(db: str | None, data: Dataset, replace: bool, run_id: str) -> 
         tables = tuple(write_rows(con, spec, rows, replace=replace) for spec, rows in
                        ((PROMPTS, prompts), (MODELS, models), (RESPONSES, responses), (JUDGMENTS, judgments),
                         (SCORES, scores)) if spec is not SCORES or scores.height)
+        if data.tags.height:  # after the prompts (placeholders included) they label
+            tags = data.tags.with_columns(pl.lit(name).alias("dataset"))
+            tables += (write_rows(con, PROMPT_TAGS, tags),)
         if placeholders:
             added = write_rows(con, PROMPT_PLACEHOLDERS, placeholders)
             tables = (replace_fields(tables[0], new=tables[0].new + added.new,

@@ -13,10 +13,12 @@ import numpy as np
 from eqarena import warehouse
 from eqarena.methods import RatingMethod, get_method
 from eqarena.options import BootstrapOptions, RateOptions
+from eqarena.orchestration.progress import say
 from eqarena.orchestration.steps import step
 from eqarena.solvers.bootstrap import SCHEMES, Settling, bootstrap_ratings
 from eqarena.solvers.contributions import contributions
 from eqarena.solvers.games import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
+from eqarena.solvers.group_game import GroupReplicates
 from eqarena.solvers.imputed_share import imputed_shares
 from eqarena.datasets.records import DatasetError
 from eqarena.solvers.style_features import battle_style_features
@@ -184,26 +186,34 @@ def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
 @step("bootstrap_equilibria")
 def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], solved: list[Solved],
                          options: BootstrapOptions, progress: Callable[[int], None] | None = None,
-                         ) -> tuple[list[IntervalRecord], dict]:
+                         source: GroupReplicates | None = None) -> tuple[list[IntervalRecord], dict]:
     """Bootstrap confidence of every solved equilibrium method's model ratings (solvers.bootstrap):
     each replicate's game re-solved exactly, over prompts and over judge samples within cells, until
-    the intervals settle (`options.settle`) or `options.replicates` are done.
+    the intervals settle (`options.settle`) or `options.replicates` are done. A prompt-group game
+    (`source`) resamples the log's prompts and refits its groups ("prompts" only).
 
+    Before it starts it says what the replicates will cost (`replicate_plan`, from the full-data
+    solves), plans fewer where they would not fit `options.time_limit`, and stops at that limit.
     Returns the records to store and diagnostics (replicates used and why it stopped, seconds, worker
     processes, largest exploitability). `progress(n)`: n replicates done."""
-    replicates, seed = options.replicates, options.seed
+    seed = options.seed
     full = {s.method: r.rating for s in solved if s.equilibrium is not None for r in s.ratings if r.player == "king"}
-    if replicates < 2 or not full:
+    if options.replicates < 2 or not full:
         return [], {}
-    schemes = SCHEMES if len(battles.get("score", ())) else ("prompts",)
-    solves = replicates * len(full) * len(schemes)
-    workers = bootstrap_workers(solves)
+    schemes = SCHEMES if len(battles.get("score", ())) and source is None else ("prompts",)
+    workers = bootstrap_workers(options.replicates * len(full) * len(schemes))
+    plan = replicate_plan(solved, options, len(schemes), workers)
+    if plan.seconds >= SAY_FROM_S or plan.replicates < options.replicates:
+        say(plan.line)
+    replicates = plan.replicates
     start = time.perf_counter()
+    deadline = start + options.time_limit if options.time_limit > 0 else None
     settling = Settling(tol=options.settle) if options.settle > 0 else None
     results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
                                 battles=battles, imputed=tensor.imputed, map_units=process_map(workers),
                                 settling=settling, progress=progress, full=full,
-                                starts={s.method: s.multipliers for s in solved if s.multipliers is not None})
+                                starts={s.method: s.multipliers for s in solved if s.multipliers is not None},
+                                source=source, deadline=deadline)
     records = [
         IntervalRecord(
             method=b.method, scheme=b.scheme, models=tensor.models, rating=np.asarray(full[b.method]),
@@ -212,11 +222,50 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
             max_exploitability=b.diagnostics["max_exploitability"])
         for b in results
     ]
-    diagnostics = {"replicates": len(results[0].ratings), "max_replicates": replicates,
+    diagnostics = {"replicates": len(results[0].ratings), "max_replicates": options.replicates,
+                   "planned_replicates": replicates, "estimate_s": plan.seconds,
                    "stopped": results[0].diagnostics["stopped"], "schemes": list(schemes), "workers": workers,
                    "seconds": time.perf_counter() - start,
                    "max_exploitability": max(b.diagnostics["max_exploitability"] for b in results)}
     return records, diagnostics
+
+
+SAY_FROM_S = 10.0  # a bootstrap estimated to take this long says so before it starts
+
+
+@dataclass(frozen=True)
+class ReplicatePlan:
+    """How many replicates the bootstrap plans, its estimated seconds, and the line that says so."""
+
+    replicates: int
+    seconds: float
+    line: str
+
+
+def replicate_plan(solved: list[Solved], options: BootstrapOptions, schemes: int, workers: int) -> ReplicatePlan:
+    """The bootstrap's cost estimated from the full-data solves: a replicate re-solves each equilibrium
+    method that was solved (a twin restated from another costs nothing), on `workers` processes. When
+    `options.replicates` would take longer than `options.time_limit`, fewer are planned (at least
+    `Settling.min_replicates`, or 2), and the line says so."""
+    per_replicate = sum(s.seconds for s in solved if s.equilibrium is not None) * schemes / max(workers, 1)
+    replicates, limit = options.replicates, options.time_limit
+    seconds = per_replicate * replicates
+    methods = sum(1 for s in solved if s.equilibrium is not None)
+    what = f"{methods} equilibrium method{'s' * (methods != 1)} x {schemes} scheme{'s' * (schemes != 1)}"
+    if limit > 0 and seconds > limit and per_replicate > 0:
+        fit = max(2, min(replicates, int(limit / per_replicate)))
+        replicates = max(fit, min(Settling.min_replicates, options.replicates))
+        return ReplicatePlan(replicates, per_replicate * replicates, (
+            f"bootstrap: {options.replicates} replicates of {what} would take about {_duration(seconds)} by the "
+            f"full-data solves ({per_replicate:.1f} s each on {workers} worker{'s' * (workers != 1)}); planning "
+            f"{replicates} within --bootstrap-time {limit:g} s (stops there with the replicates done)"))
+    return ReplicatePlan(replicates, seconds, (
+        f"bootstrap: up to {replicates} replicates of {what} on {workers} worker{'s' * (workers != 1)}, about "
+        f"{_duration(seconds)} at most by the full-data solves (fewer once the intervals settle)"))
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 @step("write_ratings")

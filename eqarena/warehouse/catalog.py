@@ -68,7 +68,11 @@ SCORES = TableSpec(
 # the dataset does not hold the prompt yet, never compared with or overwriting a stored text.
 PROMPT_PLACEHOLDERS = TableSpec(PROMPTS.table, PROMPTS.types, key=PROMPTS.key, content=(),
                                 untracked=PROMPTS.content)
-TABLES = {spec.table: spec for spec in (PROMPTS, MODELS, RESPONSES, JUDGMENTS, SCORES)}
+PROMPT_TAGS = TableSpec(
+    "prompt_tags", {"dataset": "VARCHAR", "prompt_id": "VARCHAR", "grouping": "VARCHAR", "tag": "VARCHAR"},
+    key=("dataset", "prompt_id", "grouping", "tag"), content=(),
+)
+TABLES = {spec.table: spec for spec in (PROMPTS, MODELS, RESPONSES, JUDGMENTS, SCORES, PROMPT_TAGS)}
 
 
 @dataclass(frozen=True)

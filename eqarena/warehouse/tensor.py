@@ -101,6 +101,10 @@ class Dropped:
     total_cells: int = 0
 
     def summary(self) -> str:
+        if self.policy == "groups":
+            return (f"prompt groups: {self.imputed_cells:,} of {self.total_cells:,} (group, model pair) cells "
+                    f"({self.imputed_cells / max(self.total_cells, 1):.1%}) rest on the Bradley-Terry smoothing alone "
+                    f"(no battle of the group compared the pair)")
         if self.imputed_cells:
             return (f"--missing impute filled {self.imputed_cells:,} of {self.total_cells:,} (prompt, model pair) "
                     f"cells ({self.imputed_cells / self.total_cells:.1%}) with prompt-wise Bradley-Terry predictions")
