@@ -60,6 +60,7 @@ def test_a_terminal_shows_the_bootstrap_counting_up(ingested):
     counts = {int(done) for done in re.findall(r"bootstrap replicates.*?(\d+)/300", screen)}
     assert len(counts) >= 2, screen[-2000:]  # drawn again as replicates finished, not once at the end
     assert "eqarena: " not in screen  # bars, not the lines meant for pipes
+    assert "bootstrap: up to 300 replicates of 1 equilibrium method x 2 schemes" in screen  # said before it starts
 
 
 def test_a_pipe_gets_one_line_per_long_step(ingested):

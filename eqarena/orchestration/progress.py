@@ -50,7 +50,8 @@ def stage(description: str, total: int | None = None) -> Iterator[Callable[[int]
 
 
 def say(line: str) -> None:
-    """One line on stderr now (`eqarena: <line>`), for what a user should know before a long step ends:
-    a choice the defaults made, or how long the step will take. Silenced by EQARENA_PROGRESS=0."""
+    """One line on stderr now, for what a user should know before a long step ends: a choice the
+    defaults made, or how long the step will take. A log or pipe gets it as `eqarena: <line>`, like the
+    steps' lines; a terminal as it is, above the bars. Silenced by EQARENA_PROGRESS=0."""
     if _enabled():
-        print(f"eqarena: {line}", file=sys.stderr, flush=True)
+        print(line if sys.stderr.isatty() else f"eqarena: {line}", file=sys.stderr, flush=True)

@@ -148,15 +148,15 @@ class ReplicateSolver:
     starts: Mapping[str, Sequence[np.ndarray]] | None = None  # {method: the full data's dual multipliers}
     source: GroupReplicates | None = None  # a prompt-group game: its "prompts" replicates refit the groups
     _groups: Groups | None = field(default=None, repr=False)
-    _last: tuple[int, np.ndarray] | None = field(default=None, repr=False)
+    _refits: dict[int, np.ndarray] = field(default_factory=dict, repr=False)  # a unit's group-game replicates
 
     def game(self, scheme: str, replicate: int) -> np.ndarray:
         """Replicate `replicate`'s tensor under `scheme`; depends only on (seed, scheme, replicate)."""
-        if scheme == "prompts" and self.source is not None:  # a refit: kept for the unit's next method
-            if self._last is None or self._last[0] != replicate:
+        if scheme == "prompts" and self.source is not None:  # a refit: kept while the unit needs it
+            if replicate not in self._refits:
                 rng = np.random.default_rng([self.seed, SCHEMES.index("prompts"), replicate])
-                self._last = (replicate, self.source.replicate(rng))
-            return self._last[1]
+                self._refits[replicate] = self.source.replicate(rng)
+            return self._refits[replicate]
         if scheme == "prompts":
             return self.u_king[prompt_replicate(len(self.u_king), self.seed, replicate)]
         if self._groups is None:
@@ -184,6 +184,7 @@ class ReplicateSolver:
         """Solve the unit's replicates by its first method; by a twin after it (`twin_groups`), solve
         only the replicates where the two disagree (`twins_agree`) and take the first's elsewhere."""
         methods, scheme, first, stop = unit
+        self._refits = {b: u for b, u in self._refits.items() if first <= b < stop}  # another unit's: dropped
         start = time.perf_counter()
         lead = self._solve(methods[0], scheme, range(first, stop))
         solved = [(*lead, time.perf_counter() - start)]
