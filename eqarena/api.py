@@ -17,7 +17,7 @@ from contextlib import closing
 from os import PathLike
 from typing import TYPE_CHECKING, Sequence
 
-from eqarena.options import BootstrapOptions, IngestOptions, MissingPolicy, OrderRule, RateOptions
+from eqarena.options import BootstrapOptions, IngestOptions, MissingPolicy, OrderRule, PromptActions, RateOptions
 
 if TYPE_CHECKING:
     import polars as pl
@@ -44,17 +44,21 @@ def ingest(source: str = IngestOptions.source, *, db: Db = None, name: str | Non
 def rate(dataset: str, *, db: Db = None, judges: Sequence[str] = (), methods: Sequence[str] | None = None,
          missing: MissingPolicy | str = MissingPolicy.REFUSE, orders: OrderRule | str = OrderRule.BOTH,
          bootstrap: int = BootstrapOptions.replicates, seed: int = 0, category: str | None = None,
-         by: str | None = None) -> RateResult:
+         by: str | None = None, prompt_groups: PromptActions | str = PromptActions.AUTO,
+         bootstrap_time: float = BootstrapOptions.time_limit) -> RateResult:
     """Rate the models and prompts of `dataset` from the judgments of `judges` (default: all) by
     `methods` (names of the method registry; default: its default methods); a new rate run in `db`.
     `category`: only that category's prompts; `by` ("category" or "cluster"): also each group rated
-    alone (table category_ratings). Returns its run id, shape and each equilibrium's exploitability;
+    alone (table category_ratings). `prompt_groups`: the prompt player's actions (`PromptActions`:
+    "auto", "prompts", "all", "tag", ...; docs/game.md#prompt-groups); `bootstrap_time`: seconds the
+    bootstrap may take (0: no limit). Returns its run id, shape and each equilibrium's exploitability;
     `read_ratings` reads the ratings."""
     from eqarena.pipelines.rate import rate as rate_pipeline
 
     options = RateOptions(dataset=dataset, judges=tuple(judges), methods=None if methods is None else tuple(methods),
-                          missing=missing, orders=orders, bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed),
-                          category=category, by=by)
+                          missing=missing, orders=orders,
+                          bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, time_limit=bootstrap_time),
+                          category=category, by=by, prompt_groups=prompt_groups)
     return rate_pipeline(options, _db(db))
 
 

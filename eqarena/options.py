@@ -155,12 +155,14 @@ class BootstrapOptions:
     `settle` times the interval width over 24 replicates (0: always all `replicates`;
     solvers.bootstrap.Settling). `time_limit`: seconds the replicates may take (0: no limit); fewer
     replicates are planned when the full-data solves say they would take longer, and the bootstrap stops
-    at the limit with the replicates done (stated in the output)."""
+    at the limit with the replicates done (stated in the output). `dask_address`: solve the replicates on
+    the Dask scheduler there instead of this machine's worker processes (tasks/dask_replicates.py)."""
 
     replicates: int = 200
     seed: int = 0
     settle: float = 0.1
     time_limit: float = 600.0
+    dask_address: str | None = None
 
     def __post_init__(self):
         _at_least("bootstrap", self.replicates, 0)

@@ -67,3 +67,11 @@ print("deviation imported", "eqarena.solvers.deviation" in sys.modules)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "methods ['cce', 'cce-shannon', 'ne', 'ne-shannon']" in done.stdout
     assert "deviation imported False" in done.stdout
+
+
+def test_units_are_batched_only_while_their_tensors_stay_small():
+    from eqarena.solvers.batched_bootstrap import batches_pay
+
+    assert batches_pay((500, 17, 17)) and batches_pay((40, 200, 200)) and batches_pay((1, 200, 200))
+    assert not batches_pay((805, 200, 200))  # 24 replicates would hold 6 GB of tensors in one worker
+    assert not batches_pay((10, 201, 201))

@@ -46,7 +46,8 @@ def rate_options(methods: Optional[str], missing: str, orders: str = "both", boo
                  settle: float = BootstrapOptions.settle, baseline: Optional[str] = None,
                  style_control: bool = False, category: Optional[str] = None,
                  by: Optional[str] = None, prompt_groups: str = RateOptions.prompt_groups.value,
-                 bootstrap_time: float = BootstrapOptions.time_limit) -> RateOptions:
+                 bootstrap_time: float = BootstrapOptions.time_limit,
+                 dask_address: Optional[str] = None) -> RateOptions:
     """RateOptions from the flags, checked before any work starts (one-line error, exit 1)."""
     from eqarena.methods import parse_methods
 
@@ -54,7 +55,7 @@ def rate_options(methods: Optional[str], missing: str, orders: str = "both", boo
         return RateOptions(dataset=dataset, judges=tuple(split_list(judges)),
                            methods=parse_methods(methods) if methods else None, missing=missing, orders=orders,
                            bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, settle=settle,
-                                                      time_limit=bootstrap_time),
+                                                      time_limit=bootstrap_time, dask_address=dask_address),
                            baseline=baseline, style_control=style_control, category=category, by=by,
                            prompt_groups=prompt_groups)
 
@@ -85,13 +86,17 @@ def rate(
                                                 help=PROMPT_GROUPS_HELP),
     bootstrap_time: float = typer.Option(BootstrapOptions.time_limit, "--bootstrap-time", min=0.0,
                                          metavar="SECONDS", help=BOOTSTRAP_TIME_HELP),
+    dask_address: Optional[str] = typer.Option(None, "--dask-address", metavar="ADDRESS", help=(
+        "Solve the bootstrap's replicates on the Dask scheduler at ADDRESS (e.g. tcp://host:8786; its workers "
+        "need eqarena installed) instead of this machine's worker processes: the same replicates.")),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
     """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
     options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle, baseline=baseline,
                            style_control=style_control, category=category, by=by,
-                           prompt_groups=prompt_groups.value, bootstrap_time=bootstrap_time)
+                           prompt_groups=prompt_groups.value, bootstrap_time=bootstrap_time,
+                           dask_address=dask_address)
     options = replace(options, dataset=checked_dataset(dataset, db))
     from eqarena.tasks.bootstrap_plan import planned_bootstrap_workers
     from eqarena.tasks.parallel import workers_ahead

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from eqarena.options import RateOptions
 from eqarena.orchestration.runtime import publish_ratings
 from eqarena.orchestration.progress import stage
@@ -120,11 +122,14 @@ def _group_game_notes(assembled) -> tuple[str, ...]:
         return ()
     tensor = assembled.tensor
     smoothed = tensor.imputed.sum(axis=(1, 2)) / max(tensor.shape[1] * (tensor.shape[1] - 1), 1)
-    shown = ", ".join(f"{g} {s:.0%}" for g, s in list(zip(tensor.prompts, smoothed))[:6])
-    more = f", ... (+{len(smoothed) - 6} more)" if len(smoothed) > 6 else ""
+    log = assembled.replicates.battles
+    battles = np.bincount(log.member_group, minlength=log.num_groups)
+    shown = "; ".join(f"{g}: {n:,} battles, {s:.0%} of pairs smoothed only"
+                      for g, n, s in list(zip(tensor.prompts, battles, smoothed))[:8])
+    more = f"; ... (+{len(smoothed) - 8} more)" if len(smoothed) > 8 else ""
     return (f"prompt groups by {assembled.grouping}: {len(tensor.prompts)} group(s) as the prompt player's actions, "
             f"payoffs from every battle of a group by a Bradley-Terry fit shrunk towards the global one "
-            f"(shrinkage {assembled.replicates.full.shrinkage:g}); pairs no battle of the group compared: {shown}{more}",)
+            f"(shrinkage {assembled.replicates.full.shrinkage:g}); {shown}{more}",)
 
 
 def _group_notes(groups) -> tuple[str, ...]:

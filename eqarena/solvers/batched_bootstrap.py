@@ -33,6 +33,7 @@ from eqarena.solvers.replicates import prompt_replicate, replicate_game, solve_k
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
 _UNIT_MAX_MODELS = 200  # `batches_pay`
+_UNIT_MAX_CELLS = 2_000_000  # ... and its memory bound: a unit of 24 such replicates holds 384 MB of tensors
 # A single lane on a game of `KEPT_ROWS_FROM` cells or more pads its games to a multiple of this many prompts
 # (`_cce_dual.bucket`): an attempt on all rows costs about as much as its rows, and each size compiles once.
 # 500-prompt replicates (~316 distinct prompts, at most ~335 in a unit of 24) pad to 352. On smaller games an
@@ -123,8 +124,11 @@ def batches_pay(shape) -> bool:
     300 x 8 18 against 47, 500 x 17 47 against 87, 805 x 12 30 against 47, 100 x 40 74 against 107,
     50 x 64 80 against 123, 18 x 65 48 against 94, 50 x 80 136 against 198, 50 x 100 317 against 420,
     50 x 140 406 against 665, 40 x 200 1529 against 2549 (the lane's late attempts run on 16 rows).
-    CCE units stay one by one (their batches compile for every batch size and lose)."""
-    return shape[1] <= _UNIT_MAX_MODELS
+    CCE units stay one by one (their batches compile for every batch size and lose). A unit's lane holds
+    its replicates' tensors at once, so games over `_UNIT_MAX_CELLS` cells (P x M x M) are solved one by
+    one: 24 replicates of an 805 x 200 game are 6 GB per worker."""
+    p, m = shape[0], shape[1]
+    return m <= _UNIT_MAX_MODELS and p * m * m <= _UNIT_MAX_CELLS
 
 
 def _reference_multipliers(u, target):

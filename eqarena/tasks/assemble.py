@@ -87,7 +87,7 @@ def assemble(db: str | None, options: RateOptions) -> Assembled:
         choice = choose_grouping(con, options, judges)
         if choice is not None:
             game = assemble_group_game(con, options, judges, choice)
-            return Assembled(raw=game.tensor, tensor=game.tensor, dropped=game.dropped, battles=game.battles,
+            return Assembled(raw=game.judged, tensor=game.tensor, dropped=game.dropped, battles=game.battles,
                              grouping=choice.grouping, replicates=game.replicates)
         return assemble_group(con, options, group)
 

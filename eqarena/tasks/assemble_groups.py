@@ -4,7 +4,7 @@ tensor is built, and the group game assembled from the battles."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -90,6 +90,12 @@ class AssembledGroups:
     replicates: GroupReplicates
     dropped: Dropped
 
+    @property
+    def judged(self) -> PayoffTensor:
+        """The tensor with only the cells some battle of the group compared marked covered (the run's
+        `coverage` table counts those)."""
+        return replace(self.tensor, covered=~self.tensor.imputed)
+
 
 def assemble_group_game(con, options: RateOptions, judges: list[str], choice: GroupChoice) -> AssembledGroups:
     """The group game of `judges` on `options.dataset` under `choice` (solvers.group_game)."""
@@ -97,18 +103,19 @@ def assemble_group_game(con, options: RateOptions, judges: list[str], choice: Gr
     if len(read.models) < 2:
         raise IncompleteTensorError(f"dataset {options.dataset!r} has {len(read.models)} judged model(s) for judge(s) "
                                     f"{', '.join(judges)}: a game needs at least 2")
-    battles = GroupBattles(read.model_a, read.model_b, read.score, read.prompt, read.member_battle,
-                           read.member_group, read.num_prompts, len(read.groups), len(read.models))
+    battles = GroupBattles(**read.arrays, num_prompts=read.num_prompts, num_groups=len(read.groups),
+                           num_models=len(read.models))
     game = GroupCells(battles).fit()
     observed = game.observed | np.eye(len(read.models), dtype=bool)[None]
-    first_group = np.zeros(len(read.score), dtype=np.int64)
-    first_group[read.member_battle[::-1]] = read.member_group[::-1]  # the first membership of each battle wins
+    first_group = np.zeros(len(battles.score), dtype=np.int64)
+    first_group[battles.member_battle[::-1]] = battles.member_group[::-1]  # each battle's first membership wins
     tensor = PayoffTensor(
         dataset=options.dataset, judges=tuple(judges), prompts=read.groups, models=read.models,
         u_king=game.u_king, covered=np.ones(game.u_king.shape, dtype=bool),
         samples=observed.astype(np.int64), fingerprint=read.fingerprint,
-        inputs=tuple((j, "ok", 0) for j in judges), imputed=~observed)
-    battle_arrays = {"prompt": first_group, "model_a": read.model_a, "model_b": read.model_b, "score": read.score}
+        inputs=read.inputs, imputed=~observed)
+    battle_arrays = {"prompt": first_group, "model_a": battles.model_a, "model_b": battles.model_b,
+                     "score": battles.score}
     cells = int(np.triu(~observed, k=1).sum())
     m = len(read.models)
     dropped = Dropped("groups", imputed_cells=cells, total_cells=len(read.groups) * m * (m - 1) // 2)

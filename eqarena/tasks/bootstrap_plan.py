@@ -33,6 +33,8 @@ def planned_bootstrap_workers(options: RateOptions) -> int:
     """Worker processes the bootstrap will solve on, as far as the options tell (0: none; it may still
     use fewer once the data is known): to start them ahead of it."""
     methods = [m for m in chosen_methods(options) if get_method(m).is_equilibrium]
+    if options.bootstrap.dask_address is not None:  # the replicates run on the Dask cluster
+        return 0
     if options.bootstrap.replicates < 2 or options.bootstrap.replicates * len(methods) < PARALLEL_FROM:
         return 0
     return bootstrap_workers(options.bootstrap.replicates * len(methods))

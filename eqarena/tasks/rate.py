@@ -24,6 +24,7 @@ from eqarena.datasets.records import DatasetError
 from eqarena.solvers.style_features import battle_style_features
 from eqarena.solvers.win_rate import most_compared
 from eqarena.tasks.bootstrap_plan import bootstrap_workers
+from eqarena.tasks.dask_replicates import dask_map
 from eqarena.tasks.parallel import process_map
 from eqarena.warehouse.catalog import dataset_response_texts
 from eqarena.warehouse.category_ratings import GroupRecord
@@ -201,7 +202,8 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
     if options.replicates < 2 or not full:
         return [], {}
     schemes = SCHEMES if len(battles.get("score", ())) and source is None else ("prompts",)
-    workers = bootstrap_workers(options.replicates * len(full) * len(schemes))
+    address = options.dask_address
+    workers = 1 if address else bootstrap_workers(options.replicates * len(full) * len(schemes))
     plan = replicate_plan(solved, options, len(schemes), workers)
     if plan.seconds >= SAY_FROM_S or plan.replicates < options.replicates:
         say(plan.line)
@@ -210,7 +212,8 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
     deadline = start + options.time_limit if options.time_limit > 0 else None
     settling = Settling(tol=options.settle) if options.settle > 0 else None
     results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
-                                battles=battles, imputed=tensor.imputed, map_units=process_map(workers),
+                                battles=battles, imputed=tensor.imputed,
+                                map_units=dask_map(address) if address else process_map(workers),
                                 settling=settling, progress=progress, full=full,
                                 starts={s.method: s.multipliers for s in solved if s.multipliers is not None},
                                 source=source, deadline=deadline)
@@ -223,6 +226,7 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
         for b in results
     ]
     diagnostics = {"replicates": len(results[0].ratings), "max_replicates": options.replicates,
+                   "engine": "dask" if address else "processes",
                    "planned_replicates": replicates, "estimate_s": plan.seconds,
                    "stopped": results[0].diagnostics["stopped"], "schemes": list(schemes), "workers": workers,
                    "seconds": time.perf_counter() - start,
@@ -248,6 +252,8 @@ def replicate_plan(solved: list[Solved], options: BootstrapOptions, schemes: int
     `options.replicates` would take longer than `options.time_limit`, fewer are planned (at least
     `Settling.min_replicates`, or 2), and the line says so."""
     per_replicate = sum(s.seconds for s in solved if s.equilibrium is not None) * schemes / max(workers, 1)
+    on = f"the Dask cluster at {options.dask_address}" if options.dask_address else \
+        f"{workers} worker{'s' * (workers != 1)}"
     replicates, limit = options.replicates, options.time_limit
     seconds = per_replicate * replicates
     methods = sum(1 for s in solved if s.equilibrium is not None)
@@ -257,11 +263,12 @@ def replicate_plan(solved: list[Solved], options: BootstrapOptions, schemes: int
         replicates = max(fit, min(Settling.min_replicates, options.replicates))
         return ReplicatePlan(replicates, per_replicate * replicates, (
             f"bootstrap: {options.replicates} replicates of {what} would take about {_duration(seconds)} by the "
-            f"full-data solves ({per_replicate:.1f} s each on {workers} worker{'s' * (workers != 1)}); planning "
+            f"full-data solves ({per_replicate:.1f} s each on {on}); planning "
             f"{replicates} within --bootstrap-time {limit:g} s (stops there with the replicates done)"))
     return ReplicatePlan(replicates, seconds, (
-        f"bootstrap: up to {replicates} replicates of {what} on {workers} worker{'s' * (workers != 1)}, about "
-        f"{_duration(seconds)} at most by the full-data solves (fewer once the intervals settle)"))
+        f"bootstrap: up to {replicates} replicates of {what} on {on}, about "
+        f"{_duration(seconds)} at most by the full-data solves (fewer once the intervals settle; "
+        f"--bootstrap-time SECONDS caps it, default {BootstrapOptions.time_limit:g})"))
 
 
 def _duration(seconds: float) -> str:

@@ -85,19 +85,16 @@ def _has_tags(con: duckdb.DuckDBPyConnection) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class LabelledBattles:
-    """The ok judgments as battles (model indices into `models`, score from model_a's side, prompt
-    index into the dataset's judged prompts) and their memberships in the groups `groups`."""
+    """The ok judgments as battles and their groups: `arrays` holds model_a, model_b (indices into
+    `models`), score (from model_a's side), prompt (index into the dataset's judged prompts), and the
+    memberships member_battle, member_group (battle k is in group g, an index into `groups`)."""
 
     models: tuple[str, ...]
     groups: tuple[str, ...]
     num_prompts: int
-    model_a: np.ndarray
-    model_b: np.ndarray
-    score: np.ndarray
-    prompt: np.ndarray
-    member_battle: np.ndarray
-    member_group: np.ndarray
+    arrays: dict[str, np.ndarray]
     fingerprint: str
+    inputs: tuple[tuple[str, str, int], ...] = ()  # (judge, status, judgment rows), as PayoffTensor.inputs
 
 
 def read_group_battles(con: duckdb.DuckDBPyConnection, dataset: str, judges, grouping: str) -> LabelledBattles:
@@ -127,10 +124,14 @@ def read_group_battles(con: duckdb.DuckDBPyConnection, dataset: str, judges, gro
         member_battle, member_group, groups = _memberships(con, labels, params, prompt_ids, prompt)
     fingerprint = con.execute(f"SELECT count(*), bit_xor(hash(prompt_id, model_a, model_b, sample_index, score)) "
                               f"FROM judgments WHERE {where}", params).fetchone()
+    inputs = con.execute("SELECT judge, status, count(*) FROM judgments WHERE dataset = $dataset AND "
+                         "list_contains($judges, judge) GROUP BY ALL ORDER BY ALL", params).fetchall()
     return LabelledBattles(
+        inputs=tuple((j, st, int(n)) for j, st, n in inputs),
         models=models, groups=tuple(str(g) for g in groups), num_prompts=len(prompt_ids),
-        model_a=battles["a"], model_b=battles["b"], score=battles["score"], prompt=prompt,
-        member_battle=np.asarray(member_battle, dtype=np.int64), member_group=np.asarray(member_group, dtype=np.int64),
+        arrays={"model_a": battles["a"], "model_b": battles["b"], "score": battles["score"], "prompt": prompt,
+                "member_battle": np.asarray(member_battle, dtype=np.int64),
+                "member_group": np.asarray(member_group, dtype=np.int64)},
         fingerprint=hashlib.sha256(f"{fingerprint[0]}|{fingerprint[1]}|{grouping}|{'|'.join(map(str, groups))}"
                                    .encode()).hexdigest()[:16])
 
