@@ -139,3 +139,23 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match=r"models \[2\]"):
         bradley_terry(a + [0], b + [2], o + [1.0], weights=[1.0, 1.0, 1.0, 1.0, 0.0])
     assert np.all(np.isfinite(bradley_terry(a + [0], b + [2], o + [1.0]).ratings))
+
+
+def test_a_tensor_without_judgments_is_bootstrapped_over_its_prompts():
+    """BT of a tensor alone resamples its prompts: identical prompts give replicates that are all the
+    full fit (a zero-width interval), unlike a resampling of its cells; distinct prompts give a spread that
+    holds the rating."""
+    from eqarena.solvers import synthetic_king_tensor
+    from eqarena.solvers.bradley_terry import fit_bradley_terry, prompt_bootstrap
+
+    one = synthetic_king_tensor(1, 6, seed=3, judgments=None)
+    copies = np.repeat(one, 30, axis=0)
+    fit = fit_bradley_terry(copies, None, bootstrap=20, seed=1)
+    np.testing.assert_allclose(fit.ci_lo, fit.ratings, atol=1e-6)
+    np.testing.assert_allclose(fit.ci_hi, fit.ratings, atol=1e-6)
+    assert fit.diagnostics["resampled"] == "prompts"
+    varied = synthetic_king_tensor(60, 6, seed=4)
+    fit = fit_bradley_terry(varied, None, bootstrap=50, seed=1)
+    assert np.all(fit.ci_hi - fit.ci_lo > 1.0) and np.all((fit.ci_lo <= fit.ratings) & (fit.ratings <= fit.ci_hi))
+    again = prompt_bootstrap(varied, 50, seed=1)
+    np.testing.assert_array_equal(again, prompt_bootstrap(varied, 50, seed=1))

@@ -80,7 +80,7 @@ def bradley_terry(
       anchor: model rated exactly 1000; default: the mean rating is 1000.
       regularization: L2 penalty on theta (0 = plain MLE, which needs every model to have both a
         win and a loss share against a connected opponent graph).
-      bootstrap: number of replicates that resample the K battles (each counted Poisson(1) times); the interval is
+      bootstrap: number of replicates that resample the K battles (`_bootstrap_strengths`); the interval is
         the central `confidence` percentile range of the replicates' ratings, widened to hold the
         full-data rating (`solvers.intervals`). `seed` fixes them.
     """
@@ -103,27 +103,7 @@ def bradley_terry(
 
     samples = ci_lo = ci_hi = None
     if bootstrap > 0:
-        # The Poisson bootstrap: each battle counts Poisson(1) times, so each distinct (pair, outcome,
-        # weight) kind of battle counts Poisson(its number) times, drawn in O(kinds) per replicate, not
-        # O(K) (2M battles of 200 models are some 60k kinds); asymptotically the same as drawing the K
-        # battles with replacement.
-        rng = np.random.default_rng(seed)
-        o_values, o_code = np.unique(o, return_inverse=True)
-        w_values, w_code = np.unique(w, return_inverse=True)
-        key = (pair * len(o_values) + o_code.reshape(-1)) * len(w_values) + w_code.reshape(-1)
-        kinds, count = np.unique(key, return_counts=True)
-        kind_pair, rest = np.divmod(kinds, len(o_values) * len(w_values))
-        kind_o, kind_w = o_values[rest // len(w_values)], w_values[rest % len(w_values)]
-        reps = []
-        chunk = max(1, min(bootstrap, 4_000_000 // (m * m)))
-        for start in range(0, bootstrap, chunk):
-            n = min(chunk, bootstrap - start)
-            drawn = rng.poisson(count.astype(np.float64), size=(n, len(count))) * kind_w[None, :]
-            flat = (np.arange(n)[:, None] * (m * m) + kind_pair[None, :]).ravel()
-            g = np.bincount(flat, weights=drawn.ravel(), minlength=n * m * m).reshape(n, m, m)
-            s = np.bincount(flat, weights=(drawn * kind_o[None, :]).ravel(), minlength=n * m * m).reshape(n, m, m)
-            th, _ = _fit(g, s, max(regularization, 0.0), tol, max_iter, strict=False)
-            reps.append(_to_elo(th, anchor))
+        reps = list(_bootstrap_strengths(pair, o, w, m, bootstrap, seed, regularization, tol, max_iter, anchor))
         samples = np.concatenate(reps)
         ci_lo, ci_hi = rating_interval(samples, ratings, confidence)
     return EloRatings(
@@ -137,6 +117,40 @@ def bradley_terry(
         iterations=iterations,
         confidence=confidence if bootstrap > 0 else 0.0,
     )
+
+
+def _bootstrap_strengths(pair, o, w, m, bootstrap, seed, regularization, tol, max_iter, anchor):
+    """Elo ratings (n, M) of the bootstrap replicates, in chunks. Where many battles share a (pair,
+    outcome, weight) kind (battle logs: 2M battles of 200 models are some 60k kinds), the Poisson bootstrap
+    draws each kind's count, Poisson(its number), in O(kinds) per replicate; otherwise (a tensor's soft
+    outcomes, nearly one kind per battle) the K battles are drawn with replacement. Both resample the
+    battles; they agree asymptotically."""
+    rng = np.random.default_rng(seed)
+    k = len(pair)
+    o_values, o_code = np.unique(o, return_inverse=True)
+    w_values, w_code = np.unique(w, return_inverse=True)
+    key = (pair * len(o_values) + o_code.reshape(-1)) * len(w_values) + w_code.reshape(-1)
+    kinds, count = np.unique(key, return_counts=True)
+    if 4 * len(kinds) <= k:
+        kind_pair, rest = np.divmod(kinds, len(o_values) * len(w_values))
+        kind_o, kind_w = o_values[rest // len(w_values)], w_values[rest % len(w_values)]
+        chunk = max(1, min(bootstrap, 4_000_000 // (m * m), 20_000_000 // len(kinds)))
+    else:
+        chunk = max(1, min(bootstrap, 4_000_000 // (m * m), 20_000_000 // max(k, 1)))
+    for start in range(0, bootstrap, chunk):
+        n = min(chunk, bootstrap - start)
+        if 4 * len(kinds) <= k:
+            drawn = rng.poisson(count.astype(np.float64), size=(n, len(count))) * kind_w[None, :]
+            flat = (np.arange(n)[:, None] * (m * m) + kind_pair[None, :]).ravel()
+            weight, outcome = drawn.ravel(), (drawn * kind_o[None, :]).ravel()
+        else:
+            idx = rng.integers(0, k, size=(n, k))
+            flat = (np.arange(n)[:, None] * (m * m) + pair[idx]).ravel()
+            weight, outcome = w[idx].ravel(), (w * o)[idx].ravel()
+        g = np.bincount(flat, weights=weight, minlength=n * m * m).reshape(n, m, m)
+        s = np.bincount(flat, weights=outcome, minlength=n * m * m).reshape(n, m, m)
+        th, _ = _fit(g, s, max(regularization, 0.0), tol, max_iter, strict=False)
+        yield _to_elo(th, anchor)
 
 
 def online_elo(
@@ -285,7 +299,9 @@ def fit_bradley_terry(u_king, battles: Battles | None, bootstrap: int = 0, seed:
     u = np.asarray(u_king, dtype=np.float64)
     data = tensor_battles(u) if battles is None else battles
     args = (np.asarray(data["model_a"]), np.asarray(data["model_b"]), score_to_outcome(data["score"]))
-    options = dict(num_models=u.shape[1], bootstrap=bootstrap, seed=seed)
+    # Without the judgments, the tensor's battles are one per prompt and pair: its prompts are resampled.
+    by_prompts = battles is None and bootstrap > 0
+    options = dict(num_models=u.shape[1], bootstrap=0 if by_prompts else bootstrap, seed=seed)
     regularization = 0.0
     try:
         elo = bradley_terry(*args, **options)
@@ -294,7 +310,36 @@ def fit_bradley_terry(u_king, battles: Battles | None, bootstrap: int = 0, seed:
             raise
         regularization = FALLBACK_REGULARIZATION
         elo = bradley_terry(*args, regularization=regularization, **options)
+    ci_lo, ci_hi = elo.ci_lo, elo.ci_hi
+    if by_prompts:
+        samples = prompt_bootstrap(u, bootstrap, seed, regularization)
+        ci_lo, ci_hi = rating_interval(samples, elo.ratings, 0.95)
     diagnostics = {"battles": int(elo.num_battles), "iterations": int(elo.iterations),
-                   "regularization": regularization, "bootstrap": bootstrap, "confidence": float(elo.confidence)}
-    return ModelFit(np.asarray(elo.ratings), None if elo.ci_lo is None else np.asarray(elo.ci_lo),
-                    None if elo.ci_hi is None else np.asarray(elo.ci_hi), diagnostics)
+                   "regularization": regularization, "bootstrap": bootstrap,
+                   "confidence": 0.95 if by_prompts else float(elo.confidence),
+                   "resampled": "prompts" if by_prompts else "battles"}
+    return ModelFit(np.asarray(elo.ratings), None if ci_lo is None else np.asarray(ci_lo),
+                    None if ci_hi is None else np.asarray(ci_hi), diagnostics)
+
+
+def prompt_bootstrap(u_king, bootstrap: int, seed: int = 0, regularization: float = 0.0) -> np.ndarray:
+    """Elo ratings (B, M) of the tensor's battles (`tensor_battles`) with its P prompts drawn with
+    replacement, B times: a replicate's pair tables are the drawn prompts' tables summed, one (B, P) x
+    (P, M M) product per chunk, not a resampling of P M (M - 1) / 2 battles (at 805 x 200: 16M)."""
+    u = np.asarray(u_king, dtype=np.float64)
+    p, m = u.shape[0], u.shape[1]
+    i, j = np.triu_indices(m, k=1)
+    wins = np.zeros((p, m * m))
+    wins[:, i * m + j] = score_to_outcome(np.clip(u[:, i, j], -1.0, 1.0))
+    pattern = np.zeros(m * m)
+    pattern[i * m + j] = 1.0
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(bootstrap, 4_000_000 // (m * m)))
+    out = []
+    for start in range(0, bootstrap, chunk):
+        n = min(chunk, bootstrap - start)
+        counts = np.stack([np.bincount(rng.integers(0, p, p), minlength=p) for _ in range(n)]).astype(np.float64)
+        games = (counts.sum(axis=1)[:, None] * pattern[None, :]).reshape(n, m, m)
+        theta, _ = _fit(games, (counts @ wins).reshape(n, m, m), regularization, 1e-10, 100, strict=False)
+        out.append(_to_elo(theta, None))
+    return np.concatenate(out)
