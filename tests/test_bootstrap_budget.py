@@ -75,3 +75,12 @@ def test_units_are_batched_only_while_their_tensors_stay_small():
     assert batches_pay((500, 17, 17)) and batches_pay((40, 200, 200)) and batches_pay((1, 200, 200))
     assert not batches_pay((805, 200, 200))  # 24 replicates would hold 6 GB of tensors in one worker
     assert not batches_pay((10, 201, 201))
+
+
+def test_units_of_one_replicate_give_the_same_replicates():
+    u = solvers.synthetic_king_tensor(20, 4, seed=8)
+    default = bootstrap_ratings(u, ["ne", "cce"], replicates=10, seed=2, schemes=("prompts",), batched=False)
+    single = bootstrap_ratings(u, ["ne", "cce"], replicates=10, seed=2, schemes=("prompts",), batched=False,
+                               unit_size=1)
+    for a, b in zip(default, single):
+        np.testing.assert_allclose(b.ratings, a.ratings, atol=1e-12)

@@ -261,6 +261,7 @@ def bootstrap_ratings(
     starts: Mapping[str, Sequence[np.ndarray]] | None = None,
     source: GroupReplicates | None = None,
     deadline: float | None = None,
+    unit_size: int | None = None,
 ) -> list[BootstrapRatings]:
     """Bootstrap every equilibrium method of `methods` (names of the method registry) under every
     scheme of `schemes`.
@@ -286,7 +287,9 @@ def bootstrap_ratings(
     source: the replicates of a prompt-group game (`solvers.group_game`): its "prompts" replicates draw the
     log's prompts and refit the groups, instead of drawing u_king's slices.
     deadline: a `time.perf_counter()` after which no further block of replicates is waited for (the ones
-    done are kept, at least one block; diagnostics["stopped"] says so).
+    done are kept, at least one block; diagnostics["stopped"] says so). unit_size: replicates per work
+    unit (default 8, or a settling check's worth when batched): 1 for replicates that take seconds each,
+    so that the deadline and the progress see each one.
     Returns one BootstrapRatings per (method, scheme), methods outer.
     """
     if any(not get_method(m).is_equilibrium for m in methods) or any(s not in SCHEMES for s in schemes):
@@ -308,7 +311,7 @@ def bootstrap_ratings(
     starts = {m: known[m] if m in known else _full_multipliers(m, u_king)
               for m in methods if get_method(m).warm_starts and (m in known or m not in together)}
     solver = ReplicateSolver(u_king, seed, battles, imputed, batch_units, starts, source)
-    chunk = (settling.every if settling else _BATCH_CHUNK) if batch_units else _CHUNK
+    chunk = unit_size or ((settling.every if settling else _BATCH_CHUNK) if batch_units else _CHUNK)
     groups = twin_groups([m for m in methods if m not in together])
     units = [(g, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk) for s in schemes for g in groups]
     collected: dict[tuple[str, str], list] = {}

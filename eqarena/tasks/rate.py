@@ -216,7 +216,8 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
                                 map_units=dask_map(address) if address else process_map(workers),
                                 settling=settling, progress=progress, full=full,
                                 starts={s.method: s.multipliers for s in solved if s.multipliers is not None},
-                                source=source, deadline=deadline)
+                                source=source, deadline=deadline,
+                                unit_size=1 if plan.seconds / max(replicates, 1) >= SLOW_REPLICATE_S else None)
     records = [
         IntervalRecord(
             method=b.method, scheme=b.scheme, models=tensor.models, rating=np.asarray(full[b.method]),
@@ -235,6 +236,7 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
 
 
 SAY_FROM_S = 10.0  # a bootstrap estimated to take this long says so before it starts
+SLOW_REPLICATE_S = 2.0  # replicates estimated this slow are units of one (the deadline sees each)
 
 
 @dataclass(frozen=True)
