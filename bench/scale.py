@@ -11,6 +11,7 @@ of eqarena (its .venv) with the same data: the "before" of a change, in the same
 
 Cases and the goals they are held to (2 cores):
   battles-2M      import a 2,000,000-row battle log (200 models, 5,000 prompts)   <= 60 s, <= 2 GB
+  battles-json-200k  import a FastChat clean_battle JSON array of 200,000 battles  <= 10 s
   scores-805x200  import an 805 x 200 per-prompt score table                      <= 15 s
   rate-18x65      rate --bootstrap 0 on an 18 x 65 score table (5% cells empty)   <= 10 s
   rate-805x200    rate --bootstrap 0 on the 805 x 200 table                       <= 60 s
@@ -54,6 +55,7 @@ class Case:
 
 CASES = (
     Case("battles-2M", 60, 2048, "import 2,000,000-row battle log (200 models, 5,000 prompts)"),
+    Case("battles-json-200k", 10, None, "import a 200,000-battle FastChat JSON array (clean_battle layout)"),
     Case("scores-805x200", 15, None, "import an 805 x 200 per-prompt score table"),
     Case("rate-18x65", 10, None, "rate --bootstrap 0, 18 prompts x 65 models (CLI)"),
     Case("rate-805x200", 60, None, "rate --bootstrap 0, 805 x 200"),
@@ -98,6 +100,29 @@ def battle_log(path: Path, rows: int = 2_000_000, models: int = 200, prompts: in
         "question_id": np.char.add("q", rng.integers(0, prompts, rows).astype(str)),
         "tstamp": 1.7e9 + np.arange(rows, dtype=np.float64),
     }).write_parquet(path)
+    return path
+
+
+def fastchat_json_array(path: Path, rows: int = 200_000, models: int = 100, seed: int = 3) -> Path:
+    """A battle log as FastChat's clean_battle JSON array (one indented object per battle, as its
+    `json.dump(..., indent=2)` writes): model_a, model_b, winner, question_id, anony, language, turn,
+    tstamp and the nested category_tag."""
+    if path.exists():
+        return path
+    import json
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, models, rows)
+    b = (a + rng.integers(1, models, rows)) % models
+    winners = np.array(["model_a", "model_b", "tie", "tie (bothbad)"])[rng.integers(0, 4, rows)]
+    battles = [{
+        "model_a": f"model-{a[k]:03d}", "model_b": f"model-{b[k]:03d}", "winner": str(winners[k]),
+        "judge": "arena_user_1", "turn": int(1 + k % 3), "anony": bool(k % 5), "language": "English",
+        "tstamp": 1.7e9 + k, "question_id": f"{k:032x}",
+        "category_tag": {"criteria_v0.1": {"specificity": bool(k % 2), "complexity": False},
+                         "if_v0.1": {"if": bool(k % 7 == 0), "score": 1}, "math_v0.1": {"math": False}},
+    } for k in range(rows)]
+    path.write_text(json.dumps(battles, indent=2))
     return path
 
 
@@ -236,6 +261,8 @@ def case_commands(case: str, checkout: Path, work: Path) -> tuple[list[list[str]
     with_db = ["--db", str(db)]
     if case == "battles-2M":
         return [], eqarena + ["import", "battles", str(battle_log(work / "battles-2M.parquet")), *with_db]
+    if case == "battles-json-200k":
+        return [], eqarena + ["import", "battles", str(fastchat_json_array(work / "clean_battle.json")), *with_db]
     if case == "scores-805x200":
         return [], eqarena + ["import", "scores", str(big), *with_db]
     if case == "rate-18x65":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -160,16 +161,14 @@ def test_killed_mid_run_keeps_the_answers_and_a_rerun_pays_nothing_twice(prefect
         child = subprocess.Popen([sys.executable, "-m", "eqarena.cli", "generate", "--model", spec, "--db", str(toy_db),
                                   "--concurrency", "2", "--timeout", "60"], cwd=REPO_ROOT, env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 180
-        while server.snapshot().parked < 1:  # 3 answers given, the next requests wait: mid-run
-            assert child.poll() is None, child.stdout.read().decode()
-            assert time.monotonic() < deadline, "the generate subprocess never got going"
-            time.sleep(0.05)
-        time.sleep(1.0)  # longer than the write buffer's commit delay (0.25 s)
+        # 3 answers given, both request slots wait at the gate: every answer given has been read. Killed at
+        # once, within the write buffer's commit delay: the last answers are in its journal only.
+        wait_until_both_slots_wait(server, child)
         child.kill()  # SIGKILL: no cleanup of any kind
         child.wait()
         paid = server.snapshot().paid_answers
         server.release(reject=True)  # the parked requests were never answered: not paid
+        warehouse.connect(toy_db).close()  # the next writer, any command, commits what the journal kept
         assert set(stored_answers(toy_db, "new-3")) == {p for _, p in paid} and sum(paid.values()) == 3
 
         server.configure(hold_after=None)
@@ -180,6 +179,48 @@ def test_killed_mid_run_keeps_the_answers_and_a_rerun_pays_nothing_twice(prefect
     assert set(stored_answers(toy_db, "new-3")) == set(TOY_PROMPTS)
     statuses = dict(query(toy_db, "SELECT status, count(*) FROM runs WHERE kind = 'generate' GROUP BY status"))
     assert statuses == {"abandoned": 1, "ok": 1}  # the killed run is recognised as such
+
+
+def start_generate(server: FakeLLMServer, db) -> subprocess.Popen:
+    from prefect.settings import get_current_settings
+
+    env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url)}
+    spec = f"openai-compatible:new-3@{server.openai_base_url}"
+    return subprocess.Popen([sys.executable, "-m", "eqarena.cli", "generate", "--model", spec, "--db", str(db),
+                             "--concurrency", "2", "--timeout", "60"], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def wait_until_both_slots_wait(server: FakeLLMServer, child: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 180
+    while server.snapshot().parked < 2:
+        assert child.poll() is None, child.stdout.read().decode()
+        assert time.monotonic() < deadline, "the generate subprocess never got going"
+        time.sleep(0.005)
+
+
+def test_ctrl_c_mid_run_stores_the_answers_in_flight_and_a_rerun_pays_nothing_twice(prefect_harness, toy_db):
+    with FakeLLMServer(hold_after=3) as server:
+        child = start_generate(server, toy_db)
+        wait_until_both_slots_wait(server, child)
+        child.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        assert child.poll() is None, child.stdout.read().decode()  # waiting for the 2 answers in flight
+        server.release()
+        output = child.communicate(timeout=120)[0].decode()
+        assert child.returncode == 130, output
+        paid = server.snapshot().paid_answers
+        assert sum(paid.values()) == 5  # 3 before the stop, the 2 in flight, nothing after
+        assert set(stored_answers(toy_db, "new-3")) == {p for _, p in paid}
+
+        server.configure(hold_after=None)
+        rerun = cli("generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db,
+                    *FAST)
+        assert rerun.exit_code == 0, rerun.output + rerun.stderr
+        seen = server.snapshot()
+    assert seen.paid_answers == {("new-3", p): 1 for p in TOY_PROMPTS}  # no prompt paid twice
+    statuses = dict(query(toy_db, "SELECT status, count(*) FROM runs WHERE kind = 'generate' GROUP BY status"))
+    assert statuses == {"interrupted": 1, "ok": 1}
 
 
 def test_plan_numbers_and_json(prefect_harness, toy_db, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -61,7 +62,16 @@ def wait_for(condition, process: subprocess.Popen, timeout_s: float = 180.0) -> 
         if time.monotonic() > deadline:
             process.kill()
             raise AssertionError("timed out waiting for the judge subprocess")
-        time.sleep(0.05)
+        time.sleep(0.005)
+
+
+CONCURRENCY = 4
+
+
+def all_workers_waiting(server: FakeLLMServer) -> bool:
+    """Every request slot holds a parked request: each answer given so far has been read by the judge,
+    which then sent its next request. Killed now, nothing is in transit."""
+    return server.snapshot().parked >= CONCURRENCY
 
 
 def stored_cells(db: Path) -> tuple[dict, int]:
@@ -81,10 +91,10 @@ def stored_cells(db: Path) -> tuple[dict, int]:
 def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(prefect_harness, toy_db):
     with FakeLLMServer(QUALITY, latency_s=0.01, hold_after=50) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        judge = start_judge(spec, toy_db, "--concurrency", "4", "--timeout", "60")
-        # The server answers 50 requests, then parks the next ones: the judge is mid-run, waiting.
-        wait_for(lambda: server.snapshot().parked >= 1, judge)
-        time.sleep(1.0)  # longer than the write buffer's commit delay (0.25 s)
+        judge = start_judge(spec, toy_db, "--concurrency", str(CONCURRENCY), "--timeout", "60")
+        # The server answers 50 requests, then parks the next ones: the judge is mid-run, waiting. It is
+        # killed at once, within the write buffer's commit delay: the last answers are in its journal only.
+        wait_for(lambda: all_workers_waiting(server), judge)
         judge.kill()  # SIGKILL: no cleanup of any kind
         judge.wait()
         paid_before_kill = server.snapshot().paid_samples
@@ -101,6 +111,40 @@ def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(prefect_harness, toy_db)
     assert seen.paid_samples == ALL_CELLS  # every sample paid exactly once over both runs
     held, rows = stored_cells(toy_db)
     assert held == ALL_CELLS and rows == sum(ALL_CELLS.values())
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_stop_mid_run_stores_the_answers_in_flight_and_a_rerun_pays_only_the_rest(prefect_harness, toy_db,
+                                                                                    stop):
+    with FakeLLMServer(QUALITY, latency_s=0.01, hold_after=50) as server:
+        spec = f"openai-compatible:judge@{server.openai_base_url}"
+        judge = start_judge(spec, toy_db, "--concurrency", str(CONCURRENCY), "--timeout", "60")
+        wait_for(lambda: all_workers_waiting(server), judge)
+        judge.send_signal(stop)  # the requests in flight are paid for once the server answers them
+        time.sleep(1.0)
+        assert judge.poll() is None, judge.stdout.read().decode()  # still waiting for its answers
+        sent = server.snapshot().requests
+        server.release()  # the parked requests are answered (and paid)
+        output = judge.communicate(timeout=120)[0].decode()
+        seen = server.snapshot()
+        assert judge.returncode == 130, output
+        assert f"waiting for the {CONCURRENCY} requests in flight" in output
+        assert seen.requests == sent == seen.successes  # nothing sent after the stop, every request answered
+        held, _ = stored_cells(toy_db)
+        assert held == seen.paid_samples  # ... and every answer stored, those of the requests in flight too
+
+        server.configure(hold_after=None)
+        retry = RetryPolicy(initial_wait_s=0.01)
+        judge_flow(judge_options(spec, samples_per_order=SAMPLES, retry=retry), str(toy_db), progress=False)
+        seen = server.snapshot()
+    assert seen.paid_samples == ALL_CELLS  # every sample paid exactly once over both runs
+    con = warehouse.connect(toy_db)
+    try:
+        runs = con.execute("SELECT status, message FROM runs WHERE kind = 'judge' ORDER BY started_at").fetchall()
+    finally:
+        con.close()
+    assert [status for status, _ in runs] == ["interrupted", "ok"]
+    assert runs[0][1].startswith("interrupted") and f"from {sent} requests" in runs[0][1]
 
 
 def test_batch_mode_resumes_after_kill_without_a_second_batch(prefect_harness, toy_db):

@@ -13,7 +13,7 @@ import gzip
 import hashlib
 import json
 import re
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -135,7 +135,9 @@ class Dataset:
         """sha256 of the dataset's content (order-independent), to tell runs on the same data apart."""
         digest = hashlib.sha256(self.name.encode())
         for records in (self.prompts, self.responses):
-            for row in sorted(json.dumps(astuple(r), ensure_ascii=False) for r in records):
+            # The fields of these flat records, as astuple gives them (without its deep copies, 10x slower).
+            names = [f.name for f in fields(records[0])] if records else []
+            for row in sorted(json.dumps([getattr(r, n) for n in names], ensure_ascii=False) for r in records):
                 digest.update(row.encode())
             digest.update(b"\x00")
         for frame in (self.judgments, self.scores):

@@ -43,13 +43,15 @@ def judge_flow(options: JudgeOptions, db: str | None = None, progress: bool = Tr
             stats, jobs = session.judge(plan, log.run_id, budget, progress)
         except BaseException as exc:
             failure = exc
+            if not options.runner.batch:
+                stats = session.stats
             raise
         finally:
             left = session.plan()
             stopped_by = budget.exhausted_by if left.samples else None
             message = judge_message(plan, left, stats, budget, stopped_by, failure)
             log.timings["judge"] = stats.seconds
-            session.record(log.record("failed" if failure else "ok", data_fingerprint=setup.template.hash,
-                                      message=message))
+            status = "interrupted" if isinstance(failure, KeyboardInterrupt) else "failed" if failure else "ok"
+            session.record(log.record(status, data_fingerprint=setup.template.hash, message=message))
         return JudgeOutcome(setup.spec.judge_id, log.run_id, plan.summary(), left.summary(),
                             stats, budget.spent_usd, stopped_by, jobs, message)

@@ -9,6 +9,7 @@ numbers are parsed by `numeric_column`, which names the first cell that is not a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -69,24 +70,26 @@ def _frame(path: Path, rows: list[tuple[str, dict]]) -> pl.DataFrame:
 
 
 def _json_array(path: Path) -> Iterable[tuple[int, dict]]:
-    """(line number, object) for each element of a JSON array of objects."""
+    """(line number, object) for each element of a JSON array of objects, in one pass over the text: the
+    decoder keeps its position and the line count advances with it (linear in the file's size)."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     decoder = json.JSONDecoder()
+    lines = _LineCounter(text)
     position = _skip_space(text, 0)
     if position >= len(text) or text[position] != "[":
-        raise DatasetError(f"{path}:{text.count(chr(10), 0, position) + 1}: expected a JSON array of objects")
+        raise DatasetError(f"{path}:{lines.at(position)}: expected a JSON array of objects")
     position = _skip_space(text, position + 1)
     first = True
     while position < len(text) and text[position] != "]":
         if not first:
             if text[position] != ",":
-                raise DatasetError(f"{path}:{text.count(chr(10), 0, position) + 1}: expected ',' or ']'")
+                raise DatasetError(f"{path}:{lines.at(position)}: expected ',' or ']'")
             position = _skip_space(text, position + 1)
         first = False
-        line = text.count("\n", 0, position) + 1
+        line = lines.at(position)
         try:
             obj, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as exc:
@@ -99,10 +102,23 @@ def _json_array(path: Path) -> Iterable[tuple[int, dict]]:
         raise DatasetError(f"{path}: the JSON array is not closed")
 
 
+class _LineCounter:
+    """Line numbers of increasing positions in a text, each newline counted once."""
+
+    def __init__(self, text: str):
+        self.text, self.position, self.line = text, 0, 1
+
+    def at(self, position: int) -> int:
+        self.line += self.text.count("\n", self.position, position)
+        self.position = position
+        return self.line
+
+
+_SPACE = re.compile(r"[ \t\r\n]*")
+
+
 def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\r\n":
-        position += 1
-    return position
+    return _SPACE.match(text, position).end()
 
 
 def _read_csv(path: Path, separator: str) -> pl.DataFrame:

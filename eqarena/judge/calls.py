@@ -8,11 +8,17 @@ provider's address) before the provider has answered once: a wrong URL or a serv
 worth minutes of retries. Once it has answered, a refused connection is retried like any network error
 (a server restarting comes back), and ends the run when a request has used up its retries still
 refused: every other request would wait as long for nothing.
+
+A stop asked for by SIGINT (Ctrl-C) or SIGTERM starts no new request but lets the requests in flight
+finish and stores their answers: they are paid for whether or not we read them. A second signal stops
+at once, giving up those answers. Either way the run then ends as interrupted (KeyboardInterrupt).
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Sequence, TypeVar
@@ -28,6 +34,10 @@ from eqarena.options import GenerationOptions, RetryPolicy, RunLimits
 from eqarena.warehouse.buffer import WriteBuffer
 
 Item = TypeVar("Item")
+
+
+class Stopping(Exception):
+    """A request not sent because the run was asked to stop (module docstring)."""
 
 
 @dataclass
@@ -86,6 +96,9 @@ class ProviderRequests:
         self._tpm = AsyncLimiter(limits.tpm * limits.tpm_burst_s / 60.0, limits.tpm_burst_s) if limits.tpm else None
         self._flusher: asyncio.Task | None = None
         self._started = 0.0
+        self.stop_signal: int | None = None  # the signal that asked the run to stop (module docstring)
+        self._in_flight = 0
+        self._handlers: dict[int, object] = {}  # signal -> the handler it had before the run
 
     @property
     def provider_id(self) -> str:
@@ -94,14 +107,16 @@ class ProviderRequests:
     @property
     def halted(self) -> bool:
         """No new request may start: a cap was reached, the provider refused us for good or a write failed."""
-        return self.fatal is not None or self.budget.exhausted_by is not None
+        return self.fatal is not None or self.budget.exhausted_by is not None or self.stop_signal is not None
 
     async def __aenter__(self):
         self._started = time.perf_counter()
         self._flusher = asyncio.create_task(self._flush_periodically())
+        self._catch_stop_signals()
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, kind, exc, tb) -> None:
+        self._restore_signal_handlers()
         if self._flusher is not None:
             self._flusher.cancel()
             try:
@@ -110,6 +125,41 @@ class ProviderRequests:
                 pass
         self.writer.flush()
         self.stats.seconds = time.perf_counter() - self._started
+        if self.stop_signal is not None and (exc is None or isinstance(exc, asyncio.CancelledError)):
+            raise KeyboardInterrupt(f"stopped by {signal.Signals(self.stop_signal).name}")
+
+    def _catch_stop_signals(self) -> None:
+        """Route SIGINT and SIGTERM to `_stop` while the run lasts (only the main thread can)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(signum)
+            try:
+                loop.add_signal_handler(signum, self._stop, signum, task)
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue
+            self._handlers[signum] = previous
+
+    def _restore_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum, previous in self._handlers.items():
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, previous)
+        self._handlers.clear()
+
+    def _stop(self, signum: int, task: asyncio.Task | None) -> None:
+        """First signal: no new request, the ones in flight finish (module docstring). Second: stop now."""
+        if self.stop_signal is None:
+            self.stop_signal = signum
+            if self._in_flight:
+                self.progress.note(f"eqarena: stopping: waiting for the {self._in_flight} requests in flight, "
+                                   f"paid for already, to store their {self.results} (press Ctrl-C again "
+                                   "to stop without them)")
+            return
+        self.progress.note(f"eqarena: stopping now; the {self._in_flight} requests in flight are given up")
+        if task is not None:
+            task.cancel()
 
     async def _flush_periodically(self) -> None:
         interval = max(0.01, self.writer.max_delay_s / 2)
@@ -136,6 +186,8 @@ class ProviderRequests:
 
     def _stops_the_run(self, exc: BaseException) -> bool:
         """Whether a request's final failure ends the run (module docstring); records why if so."""
+        if isinstance(exc, Stopping) or self.stop_signal is not None:
+            return True
         if self.fatal is not None or self.provider.is_fatal(exc) or self.provider.is_refused(exc):
             self.fatal = self.fatal or self._fatal_error(exc)
             return True
@@ -155,7 +207,7 @@ class ProviderRequests:
     def _worth_retrying(self, exc: BaseException) -> bool:
         """Transient failures, but no refused connection before the provider answered once, and nothing
         once the run has stopped for good."""
-        if self.fatal is not None or not self.provider.is_transient(exc):
+        if self.fatal is not None or self.stop_signal is not None or not self.provider.is_transient(exc):
             return False
         return self.answered or not self.provider.is_refused(exc)
 
@@ -169,9 +221,15 @@ class ProviderRequests:
                         await self._rpm.acquire()
                     if self._tpm is not None:
                         await self._tpm.acquire(min(tokens, self._tpm.max_rate))
+                    if self.stop_signal is not None:  # a stop came while this request waited: not sent
+                        raise Stopping()
                     self.stats.requests += 1
                     started = time.perf_counter()
-                    completion = await self.provider.complete(messages, n, self.options)
+                    self._in_flight += 1
+                    try:
+                        completion = await self.provider.complete(messages, n, self.options)
+                    finally:
+                        self._in_flight -= 1
                     latency = time.perf_counter() - started
                     self.answered = True
         return completion, latency

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -71,3 +73,10 @@ class JudgeProgress:
         if self._progress is not None:
             self._total += samples
             self._progress.update(self._task, total=self._total)
+
+    def note(self, line: str) -> None:
+        """Print a line above the bar (on stderr as it is when there is no bar)."""
+        if self._progress is not None:
+            self._progress.console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=sys.stderr, flush=True)

@@ -85,6 +85,7 @@ class JudgeSession(WarehouseSession):
 
     def __init__(self, db: str | None, options: JudgeOptions, setup: JudgeSetup):
         self.options, self.setup = options, setup
+        self.stats = RunStats()  # the live run's so far, also when it fails or is interrupted
         super().__init__(db)
 
     def load(self) -> None:
@@ -124,6 +125,7 @@ class JudgeSession(WarehouseSession):
                                        writer=JudgmentWriter(self.con), run_id=run_id, retry=options.retry,
                                        limits=options.limits, options=options.generation, price=self.setup.price,
                                        budget=budget, progress=bar, multi_sample=self.setup.multi_sample) as runner:
+                    self.stats = runner.stats
 
                     def skip(requests) -> None:
                         runner.stats.skipped_samples += sum(len(r.sample_indices) for r in requests)

@@ -1,43 +1,34 @@
 """A write buffer for rows that return one by one from a provider (judgments, generated answers): rows
 are committed in small batches, at the latest `max_delay_s` after the oldest buffered row arrived (call
 `flush_due` at least that often) or as soon as `max_rows` are waiting. Each flush is one idempotent
-insert (one commit), so a crash loses at most the rows of the last `max_delay_s`."""
+insert (one commit). Until its commit a row is kept in the buffer's arrival journal
+(eqarena/warehouse/journal.py), so a killed process loses none: the next writer commits them."""
 
 from __future__ import annotations
 
 import time
-from typing import Callable, Generic, Iterable, TypeVar
+from typing import Generic, Iterable, TypeVar
 
 import duckdb
+
+from eqarena.warehouse.inserts import RowTable
+from eqarena.warehouse.journal import Journal, warehouse_file
 
 Row = TypeVar("Row")
 
 
-def insert_new_rows(con: duckdb.DuckDBPyConnection, table: str, key: str,
-                    columns: dict[str, tuple[str, list]]) -> int:
-    """Insert rows given column-wise ({column: (DuckDB type, values)}) whose `key` (comma-separated
-    columns) is not in `table` yet; returns how many were new. Runs in the caller's transaction if one is
-    open. One statement of unnested column parameters: orders of magnitude faster than executemany."""
-    names = list(columns)
-    if not names or not columns[names[0]][1]:
-        return 0
-    selects = ", ".join(f"unnest(${i + 1}::{columns[name][0]}[]) AS {name}" for i, name in enumerate(names))
-    before = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-    con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT * FROM (SELECT {selects}) "
-                f"ON CONFLICT ({key}) DO NOTHING", [list(values) for _, values in columns.values()])
-    return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] - before
-
-
 class WriteBuffer(Generic[Row]):
-    """Buffers rows and commits them with `insert(con, rows) -> rows new` (module docstring)."""
+    """Buffers rows of `table` and commits them (module docstring)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, insert: Callable[[duckdb.DuckDBPyConnection, list[Row]], int],
-                 *, max_delay_s: float = 0.25, max_rows: int = 64):
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: RowTable, *, max_delay_s: float = 0.25,
+                 max_rows: int = 64):
         self.con = con
-        self.insert = insert
+        self.table = table
         self.max_delay_s = max_delay_s
         self.max_rows = max_rows
-        self._rows: list[Row] = []
+        file = warehouse_file(con)
+        self._journal = Journal(file, table.table, table.key, table.types) if file is not None else None
+        self._rows: list[dict] = []
         self._oldest: float | None = None
         self.rows_written = 0
         self.commits = 0
@@ -48,9 +39,11 @@ class WriteBuffer(Generic[Row]):
         return len(self._rows)
 
     def add(self, rows: Iterable[Row]) -> None:
-        new = list(rows)
+        new = [self.table.values(r) for r in rows]
         if not new:
             return
+        if self._journal is not None:
+            self._journal.append(new)  # kept before anything else can happen to them
         if self._oldest is None:
             self._oldest = time.monotonic()
         self._rows.extend(new)
@@ -67,9 +60,11 @@ class WriteBuffer(Generic[Row]):
         """Commit every buffered row now; returns how many were new."""
         if not self._rows:
             return 0
-        rows, self._rows, self._oldest = self._rows, [], None
         started = time.perf_counter()
-        written = self.insert(self.con, rows)
+        written = self.table.insert_values(self.con, self._rows)
+        self._rows, self._oldest = [], None
+        if self._journal is not None:
+            self._journal.clear()
         self.seconds_writing += time.perf_counter() - started
         self.rows_written += written
         self.commits += 1

@@ -14,6 +14,7 @@ import psutil
 
 from eqarena.exceptions import exception_chain
 from eqarena.messages import bounded
+from eqarena.warehouse.journal import replay_journals
 from eqarena.warehouse.runs import mark_abandoned_runs
 
 WAREHOUSE_DIR = Path(__file__).resolve().parent
@@ -61,7 +62,8 @@ def lock_wait_s() -> float:
 def connect(path: str | os.PathLike | None = None, *, read_only: bool = False,
             wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the warehouse; a writable connection is migrated to the latest schema first and marks the
-    runs of processes that died as `abandoned` (eqarena/warehouse/runs.py).
+    runs of processes that died as `abandoned` (eqarena/warehouse/runs.py) and commits the rows their
+    write buffers had received but not stored (eqarena/warehouse/journal.py).
 
     While another process holds the file, waits up to `wait_s` seconds (default: lock_wait_s()),
     saying so once on the `eqarena.warehouse` logger, then raises WarehouseInUseError. A directory,
@@ -82,9 +84,15 @@ def connect(path: str | os.PathLike | None = None, *, read_only: bool = False,
     try:
         migrate(con)
         mark_abandoned_runs(con)
+        recovered = replay_journals(con)
     except duckdb.Error as exc:
         con.close()
         raise unusable_warehouse(exc, db_path) or exc
+    except ValueError as exc:  # a journal beside the warehouse that is not one of eqarena's
+        con.close()
+        raise WarehouseUnusableError(str(exc)) from None
+    if recovered:
+        _log.info("committed %d rows that a stopped run had received but not yet stored", recovered)
     return con
 
 

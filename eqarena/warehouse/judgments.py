@@ -3,12 +3,13 @@ plan subtracts, and the write buffer that commits judgments as they return."""
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass
 from typing import Iterable
 
 import duckdb
 
-from eqarena.warehouse.buffer import WriteBuffer, insert_new_rows
+from eqarena.warehouse.buffer import WriteBuffer
+from eqarena.warehouse.inserts import RowTable
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,6 @@ class JudgmentRow:
     run_id: str | None = None
 
 
-_COLUMNS = [f.name for f in fields(JudgmentRow)]
 _TYPES = {
     "judge": "VARCHAR", "template_hash": "VARCHAR", "dataset": "VARCHAR", "prompt_id": "VARCHAR",
     "model_a": "VARCHAR", "model_b": "VARCHAR", "sample_index": "INTEGER", "status": "VARCHAR",
@@ -43,13 +43,13 @@ _TYPES = {
 _KEY = "judge, template_hash, dataset, prompt_id, model_a, model_b, sample_index"
 
 
+JUDGMENTS = RowTable("judgments", _KEY, _TYPES)
+
+
 def insert_judgments(con: duckdb.DuckDBPyConnection, rows: Iterable[JudgmentRow]) -> int:
     """Insert rows whose key is not present yet; returns how many were new. Runs in the caller's
     transaction if one is open (so a failing import writes nothing)."""
-    batch = list(rows)
-    values = list(zip(*(astuple(r) for r in batch))) if batch else [()] * len(_COLUMNS)
-    return insert_new_rows(con, "judgments", _KEY,
-                           {name: (_TYPES[name], list(v)) for name, v in zip(_COLUMNS, values)})
+    return JUDGMENTS.insert(con, rows)
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class JudgmentWriter(WriteBuffer[JudgmentRow]):
     return, within `max_delay_s` or `max_rows`, each flush one idempotent insert."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, max_delay_s: float = 0.25, max_rows: int = 64):
-        super().__init__(con, insert_judgments, max_delay_s=max_delay_s, max_rows=max_rows)
+        super().__init__(con, JUDGMENTS, max_delay_s=max_delay_s, max_rows=max_rows)
 
 
 def read_ok_scores(con: duckdb.DuckDBPyConnection, judge: str, dataset: str) -> list[tuple[str, str, str, float]]:

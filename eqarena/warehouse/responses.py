@@ -4,12 +4,13 @@ prompts of a dataset a model has answered."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Iterable
 
 import duckdb
 
-from eqarena.warehouse.buffer import WriteBuffer, insert_new_rows
+from eqarena.warehouse.buffer import WriteBuffer
+from eqarena.warehouse.inserts import RowTable
 
 
 @dataclass(frozen=True)
@@ -31,17 +32,17 @@ class ResponseRow:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
-_COLUMNS = [f.name for f in fields(ResponseRow)]
 _TYPES = {"dataset": "VARCHAR", "prompt_id": "VARCHAR", "model_id": "VARCHAR", "text": "VARCHAR",
           "generator": "VARCHAR", "generation": "VARCHAR", "tokens_in": "INTEGER", "tokens_out": "INTEGER",
           "run_id": "VARCHAR", "text_sha256": "VARCHAR"}
 
 
+RESPONSES = RowTable("responses", "dataset, prompt_id, model_id", _TYPES)
+
+
 def insert_responses(con: duckdb.DuckDBPyConnection, rows: Iterable[ResponseRow]) -> int:
     """Insert answers whose (dataset, prompt_id, model_id) is not stored yet; returns how many were new."""
-    batch = list(rows)
-    columns = {name: (_TYPES[name], [getattr(r, name) for r in batch]) for name in (*_COLUMNS, "text_sha256")}
-    return insert_new_rows(con, "responses", "dataset, prompt_id, model_id", columns)
+    return RESPONSES.insert(con, rows)
 
 
 class ResponseWriter(WriteBuffer[ResponseRow]):
@@ -49,7 +50,7 @@ class ResponseWriter(WriteBuffer[ResponseRow]):
     arrive, within `max_delay_s` or `max_rows`, each flush one idempotent insert."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, max_delay_s: float = 0.25, max_rows: int = 64):
-        super().__init__(con, insert_responses, max_delay_s=max_delay_s, max_rows=max_rows)
+        super().__init__(con, RESPONSES, max_delay_s=max_delay_s, max_rows=max_rows)
 
 
 def answered_prompts(con: duckdb.DuckDBPyConnection, dataset: str, model_id: str) -> set[str]:
