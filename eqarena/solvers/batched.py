@@ -12,9 +12,12 @@ calls, as in `cce._solve_koth`. The maximum relative entropy CCE is unique (stri
 so any start gives the same CCE: replicates start from the multipliers of a reference solve (the
 full data), which saves Newton steps and changes nothing else. A replicate that this path cannot
 take (its CCE lies on a face: `_cce_dual.koth_face`; or it needs more working deviations) or that
-runs out of steps is flagged `ok = False`, and the caller solves it with `cce.cce`. A replicate whose
-line search finds no decrease has reached rounding level: as in `cce.cce`, that ends its solve, and it
-is ok when no deviation outside its working set is violated (where that happens before the residual
+runs out of steps is flagged `ok = False`, and the caller solves it with `cce.cce`. As in `cce.cce`, the
+violated deviations join the working set once the inner solve reaches 1% of the largest gap among them
+(not `tol`, which rounding can keep out of reach on an inner problem that is not the final one). A
+replicate whose line search finds no decrease, or whose accepted steps leave it where it was, has
+reached rounding level: that ends its solve, and it is ok when no deviation outside its working set is
+violated (where that happens before the residual
 reaches `tol` depends on the machine's rounding, so the flag must not hang on it; the caller still
 re-solves any replicate above the exploitability guarantee).
 """
@@ -38,6 +41,7 @@ _THETA0, _THETA_MIN, _THETA_MAX = dual._THETA0, dual._THETA_MIN, dual._THETA_MAX
 _CAPACITY = 64  # working prompt deviations per replicate
 _CHUNK = 6  # Newton steps per call; the host then compacts the batch to the unfinished replicates
 _MAX_STEPS = 500
+_ROUND_TOL = 1e-2  # as cce._ROUND_TOL
 
 
 @dataclass(frozen=True)
@@ -86,16 +90,21 @@ def batched_cce(u, log_targets, *, warm=None, tol: float = 1e-9, capacity: int =
             jnp.asarray(z[pick]), jnp.asarray(state.mask[pick]), jnp.asarray(theta[pick]),
             tol=tol, chunk=_CHUNK, shared=shared)
         z_o, res, n, stalled, theta_o, gp, rk, ex = (np.asarray(o)[: len(active)] for o in out)
+        # A chunk of accepted steps that left z exactly where it was has reached rounding level too.
+        stalled = stalled | (np.all(z_o == z[active], axis=1) & (n > 0))
         z[active], theta[active], steps[active] = z_o, theta_o, steps[active] + n
         ratings[active], expl[active] = rk, ex
         still = []
         for k, r in enumerate(active):
-            if stalled[k]:  # rounding level reached: the end of the solve, as in `cce.cce`
-                converged[r] = state.ok[r] and not state.violated(r, gp[k])
+            outside = state.largest_outside_gap(r, gp[k])
+            if stalled[k] and outside <= tol:  # rounding level reached: the end of the solve, as in `cce.cce`
+                converged[r] = state.ok[r]
                 continue
             if steps[r] >= max_steps:
                 continue
-            if res[k] > tol:
+            # As a round of `cce.cce` that adds prompts, the inner solve need only reach a fraction of the
+            # largest gap outside the working set before those deviations join it.
+            if res[k] > max(tol, _ROUND_TOL * outside) and not stalled[k]:
                 still.append(r)
             elif state.grow(r, gp[k], z[r]):
                 theta[r] = _THETA0
@@ -176,10 +185,11 @@ class _Replicates:
             z[:, self.capacity + m:] = np.asarray(self.warm[2])
         return z
 
-    def violated(self, r, gaps) -> bool:
-        """Whether replicate r has a candidate deviation outside its working set with a gap above tol."""
+    def largest_outside_gap(self, r, gaps) -> float:
+        """The largest gap of replicate r's candidate deviations outside its working set (0 if none)."""
         cand = self.candidates[r]
-        return bool(np.any((gaps[cand] > self.tol) & ~np.isin(cand, self.work[r, : self.count[r]])))
+        outside = gaps[cand][~np.isin(cand, self.work[r, : self.count[r]])]
+        return float(np.max(outside, initial=0.0))
 
     def grow(self, r, gaps, z) -> bool:
         """Add replicate r's violated candidate deviations to its working set (dropping idle ones

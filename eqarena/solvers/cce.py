@@ -28,6 +28,7 @@ import itertools
 import time
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -195,8 +196,11 @@ def _log(t: np.ndarray) -> np.ndarray:
 
 
 def _backend(backend: str, size: int) -> str:
+    """"auto": NumPy for small games and on a CPU (its BLAS matrix products, which dominate the Newton
+    steps of large games, run 2-3x faster than XLA's there: a CCE of 805 x 200 took 102 s under JAX,
+    63-68 s in NumPy), JAX on an accelerator."""
     if backend == "auto":
-        return "numpy" if size <= _NUMPY_MAX else "jax"
+        return "numpy" if size <= _NUMPY_MAX or jax.default_backend() == "cpu" else "jax"
     if backend not in ("numpy", "jax"):
         raise ValueError(f"backend must be 'auto', 'numpy' or 'jax'; got {backend!r}")
     return backend
