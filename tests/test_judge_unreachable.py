@@ -126,3 +126,20 @@ def test_a_judge_gone_for_good_ends_the_run_with_one_line_and_keeps_the_judgment
     assert err.splitlines() == [f"error: the judge at {url} stopped answering: connection refused after 3 attempts; "
                                 "the judgments made are stored, run the same command again to continue"]
     assert _ok_judgments(toy_db) == 4
+
+
+def test_a_run_where_every_call_failed_exits_1_with_one_line_and_a_rerun_asks_again(toy_db):
+    with FakeLLMServer(QUALITY, fault_rate=1.0, fault_kinds=("500",)) as server:
+        url = server.openai_base_url
+        failing = subprocess.run(_judge(toy_db, f"openai-compatible:judge@{url}", "--retries", "2",
+                                        "--retry-wait", "0.01"), env=_env(), capture_output=True, text=True,
+                                 timeout=120)
+        server.configure(fault_rate=0.0)
+        rerun = subprocess.run(_judge(toy_db, f"openai-compatible:judge@{url}", "--retry-wait", "0.01"), env=_env(),
+                               capture_output=True, text=True, timeout=120)
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert failing.stderr.splitlines() == [
+        f"error: every judge call failed ({CALLS} samples from {2 * CALLS} requests; retried for HTTP 500 x{CALLS}); "
+        "the failures are stored as `error` judgments, and a re-run asks for them again"]
+    assert rerun.returncode == 0, rerun.stderr
+    assert _ok_judgments(toy_db) == CALLS

@@ -141,11 +141,23 @@ def judge(
             outcome = judge_flow(options, db_option(db), progress=sys.stderr.isatty() and not as_json)
         if as_json:
             typer.echo(json.dumps(_outcome_json(outcome), indent=2))
-            return
-        print_plan(outcome.plan)
-        typer.echo(outcome.message)
-        if outcome.run_id:
-            typer.echo(f"run {outcome.run_id}")
+        else:
+            print_plan(outcome.plan)
+            typer.echo(outcome.message)
+            if outcome.run_id:
+                typer.echo(f"run {outcome.run_id}")
+        _fail_if_every_call_failed(outcome.stats)
+
+
+def _fail_if_every_call_failed(stats) -> None:
+    """A run that asked and got nothing but failures ends with an `error:` line and exit status 1."""
+    if stats.errors == 0 or stats.ok + stats.unparsed > 0:
+        return
+    reasons = ", ".join(f"{reason} x{count}" for reason, count in sorted(stats.retry_reasons.items()))
+    typer.echo(f"error: every judge call failed ({stats.errors} samples from {stats.requests} requests"
+               + (f"; retried for {reasons}" if reasons else "") + "); the failures are stored as `error` "
+               "judgments, and a re-run asks for them again", err=True)
+    raise typer.Exit(1)
 
 
 def _outcome_json(outcome) -> dict:
