@@ -44,11 +44,11 @@ def toy_db(db_path):
     return db_path
 
 
-def start_judge(spec: str, db: Path, *extra: str) -> subprocess.Popen:
+def start_judge(spec: str, db: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
     """`eqarena judge` in a child process using this session's Prefect API."""
     from prefect.settings import PREFECT_API_URL
 
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), **(env or {})}
     command = [sys.executable, "-m", "eqarena.cli", "judge", "--judge", spec, "--dataset", "toy", "--db", str(db),
                "--samples-per-order", str(SAMPLES), "--retry-wait", "0.01", *extra]
     return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -128,7 +128,7 @@ def test_a_stop_mid_run_stores_the_answers_in_flight_and_a_rerun_pays_only_the_r
         output = judge.communicate(timeout=120)[0].decode()
         seen = server.snapshot()
         assert judge.returncode == 130, output
-        assert f"waiting for the {CONCURRENCY} requests in flight" in output
+        assert f"waiting up to 30 s for the {CONCURRENCY} requests in flight" in output
         assert seen.requests == sent == seen.successes  # nothing sent after the stop, every request answered
         held, _ = stored_cells(toy_db)
         assert held == seen.paid_samples  # ... and every answer stored, those of the requests in flight too
@@ -145,6 +145,22 @@ def test_a_stop_mid_run_stores_the_answers_in_flight_and_a_rerun_pays_only_the_r
         con.close()
     assert [status for status, _ in runs] == ["interrupted", "ok"]
     assert runs[0][1].startswith("interrupted") and f"from {sent} requests" in runs[0][1]
+
+
+def test_a_stop_waits_for_the_requests_in_flight_no_longer_than_its_grace_period(prefect_harness, toy_db):
+    with FakeLLMServer(QUALITY, latency_s=0.01, hold_after=10) as server:
+        spec = f"openai-compatible:judge@{server.openai_base_url}"
+        judge = start_judge(spec, toy_db, "--concurrency", str(CONCURRENCY), "--timeout", "600",
+                            env={"EQARENA_STOP_GRACE_S": "2"})
+        wait_for(lambda: all_workers_waiting(server), judge)
+        judge.send_signal(signal.SIGINT)  # the server never answers the parked requests
+        output = judge.communicate(timeout=120)[0].decode()
+        server.release(reject=True)
+    assert judge.returncode == 130, output
+    assert f"waiting up to 2 s for the {CONCURRENCY} requests in flight" in output
+    assert f"stopping after 2 s; the {CONCURRENCY} requests in flight are given up" in output
+    held, _ = stored_cells(toy_db)
+    assert held == server.snapshot().paid_samples  # what was answered before the stop is stored
 
 
 def test_batch_mode_resumes_after_kill_without_a_second_batch(prefect_harness, toy_db):

@@ -40,7 +40,8 @@ def held_judge():
 def _env(tmp_path: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and k != "EQARENA_PREFECT"}
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
-               PREFECT_SERVER_ANALYTICS_ENABLED="false")
+               PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               EQARENA_STOP_GRACE_S="1")  # a stopped judge waits no longer for requests the server holds forever
     return env
 
 

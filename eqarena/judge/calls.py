@@ -10,13 +10,14 @@ worth minutes of retries. Once it has answered, a refused connection is retried 
 refused: every other request would wait as long for nothing.
 
 A stop asked for by SIGINT (Ctrl-C) or SIGTERM starts no new request but lets the requests in flight
-finish and stores their answers: they are paid for whether or not we read them. A second signal stops
-at once, giving up those answers. Either way the run then ends as interrupted (KeyboardInterrupt).
+finish, for up to `stop_grace_s()` (30 s), and stores their answers: they are paid for whether or not we
+read them. A second signal, or the end of that grace period, stops at once, giving up those answers. Either way the run then ends as interrupted (KeyboardInterrupt).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import threading
 import time
@@ -34,6 +35,17 @@ from eqarena.options import GenerationOptions, RetryPolicy, RunLimits
 from eqarena.warehouse.buffer import WriteBuffer
 
 Item = TypeVar("Item")
+
+
+STOP_GRACE_S = 30.0  # how long a stop waits for the requests in flight (EQARENA_STOP_GRACE_S)
+
+
+def stop_grace_s() -> float:
+    """Seconds a stopping run waits for its requests in flight: $EQARENA_STOP_GRACE_S, else STOP_GRACE_S."""
+    try:
+        return max(0.0, float(os.environ.get("EQARENA_STOP_GRACE_S", STOP_GRACE_S)))
+    except ValueError:
+        return STOP_GRACE_S
 
 
 class Stopping(Exception):
@@ -149,17 +161,24 @@ class ProviderRequests:
         self._handlers.clear()
 
     def _stop(self, signum: int, task: asyncio.Task | None) -> None:
-        """First signal: no new request, the ones in flight finish (module docstring). Second: stop now."""
+        """First signal: no new request, the ones in flight finish within the grace period (module
+        docstring). Second signal, or the grace period over: stop now."""
         if self.stop_signal is None:
             self.stop_signal = signum
             if self._in_flight:
-                self.progress.note(f"eqarena: stopping: waiting for the {self._in_flight} requests in flight, "
-                                   f"paid for already, to store their {self.results} (press Ctrl-C again "
-                                   "to stop without them)")
+                grace = stop_grace_s()
+                self.progress.note(f"eqarena: stopping: waiting up to {grace:g} s for the {self._in_flight} "
+                                   f"requests in flight, paid for already, to store their {self.results} "
+                                   "(press Ctrl-C again to stop without them)")
+                asyncio.get_running_loop().call_later(grace, self._give_up, task, f"after {grace:g} s")
             return
-        self.progress.note(f"eqarena: stopping now; the {self._in_flight} requests in flight are given up")
-        if task is not None:
-            task.cancel()
+        self._give_up(task, "now")
+
+    def _give_up(self, task: asyncio.Task | None, when: str) -> None:
+        if task is None or task.done() or not self._in_flight:
+            return
+        self.progress.note(f"eqarena: stopping {when}; the {self._in_flight} requests in flight are given up")
+        task.cancel()
 
     async def _flush_periodically(self) -> None:
         interval = max(0.01, self.writer.max_delay_s / 2)
