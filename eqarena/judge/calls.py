@@ -11,7 +11,8 @@ refused: every other request would wait as long for nothing.
 
 A stop asked for by SIGINT (Ctrl-C) or SIGTERM starts no new request but lets the requests in flight
 finish, for up to `stop_grace_s()` (30 s), and stores their answers: they are paid for whether or not we
-read them. A second signal, or the end of that grace period, stops at once, giving up those answers. Either way the run then ends as interrupted (KeyboardInterrupt).
+read them. A second signal, or the end of that grace period, stops at once, giving up those answers.
+Either way the run then ends as interrupted (KeyboardInterrupt).
 """
 
 from __future__ import annotations
