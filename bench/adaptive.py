@@ -1,4 +1,4 @@
-"""Benchmark: how many judge calls adaptive judging (eqarena/solvers/adaptive.py) needs to recover the full data's
+"""Benchmark: how many judge calls adaptive judging (eqarena/solvers/sparse/adaptive.py) needs to recover the full data's
 NE model ranking, against uniform random sampling of cells.
 
     uv run python bench/adaptive.py [--seeds 5] [--replicates 20] [--skip-prd] [--skip-synthetic] [--live-seeds 10]
@@ -21,7 +21,7 @@ seeds the stop rule, every adjacent pair ordered or tied within 0.02 with probab
 stopped the adaptive run is printed too, and the probabilities the rule would see with the whole recording
 judged). After each round: Kendall's tau-b of the round's NE king ratings against the reference
 (scipy.stats.kendalltau; 1.0 when both have no variation), top-1 = the same best
-model (ties within 1e-4 share a rank, solvers.clones.dense_ranks). Per checkpoint the mean tau and the share
+model (ties within 1e-4 share a rank, solvers.analyses.clones.dense_ranks). Per checkpoint the mean tau and the share
 of seeds with the right top model; "reach" = the fewest calls after which tau >= 0.95 and the top model is
 identical, as a fraction of the full calls (median over seeds, and in how many seeds it is <= 25%). A first
 hit can be luck where the full data's own ranking is unsettled (the curves go up and down), so the summary
@@ -50,7 +50,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from eqarena.solvers import synthetic_king_tensor
-from eqarena.solvers.adaptive import (  # noqa: E402
+from eqarena.solvers.sparse.adaptive import (  # noqa: E402
     STOP_CONFIDENT,
     CellStats,
     adaptive_judging,
@@ -62,9 +62,9 @@ from eqarena.solvers.adaptive import (  # noqa: E402
     stop_reason,
     tie_probabilities,
 )
-from eqarena.solvers.bootstrap import solve_king_ratings  # noqa: E402
-from eqarena.solvers.clones import dense_ranks  # noqa: E402
-from eqarena.solvers.games import KING  # noqa: E402
+from eqarena.solvers.bootstrap.confidence import solve_king_ratings  # noqa: E402
+from eqarena.solvers.analyses.clones import dense_ranks  # noqa: E402
+from eqarena.solvers.games.normal_form import KING  # noqa: E402
 
 PRD_JUDGES = ("prd:gpt4", "prd:claude", "prd:gpt35", "prd:bard", "prd:vicuna-13b")
 CHECKPOINTS = (0.05, 0.10, 0.15, 0.25, 0.40)

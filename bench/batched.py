@@ -9,7 +9,7 @@ one NE + one CCE solve of the full game with the NumPy and with the JAX backend 
 faster); NE and CCE replicates one by one on `--workers` processes (`bootstrap_ratings(batched=False)`);
 the NE replicates as `eqarena rate` solves them by default (`batched=None`: on a CPU, each worker's
 unit of NE replicates as one batch where `batches_pay`, else one by one); and the NE and CCE
-replicates as batches in this process (`solvers.batched_nash`, `solvers.batched`, `batched=True`).
+replicates as batches in this process (`solvers.nash.batched`, `solvers.cce.batched`, `batched=True`).
 Rows marked "first call" include compiling, unless the compilation cache the eqarena command uses
 already holds it. "x reference" divides by the reference row; "per solve" by the solves of the row;
 "max expl." is the largest exploitability (NE) or CCE gap of the row.
@@ -31,15 +31,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from eqarena.compile_cache import use_compile_cache
+    from eqarena.runtime.compile_cache import use_compile_cache
 
     print(f"JAX compilation cache (as the eqarena command uses it): {use_compile_cache()}")
     import jax
 
     from eqarena.solvers import cce, koth_game, nash, synthetic_king_tensor
-    from eqarena.solvers.batched_bootstrap import batches_pay
-    from eqarena.solvers.bootstrap import bootstrap_ratings
-    from eqarena.tasks.parallel import process_map
+    from eqarena.solvers.bootstrap.batched import batches_pay
+    from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
+    from eqarena.runtime.worker_pool import process_map
 
     u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
     game = koth_game(u)
@@ -97,7 +97,7 @@ def main() -> None:
         print(f"{label:<58} {seconds:>8.2f} {seconds / solves:>12.4f} {seconds / reference:>12.1f} {expl:>10.1e}")
     print()
     print(f"batched replicates re-solved one by one (fallback): {fallback}")
-    print(f"NE units batched by default on this machine: {default} (solvers/batched_bootstrap.py)")
+    print(f"NE units batched by default on this machine: {default} (solvers/bootstrap/batched.py)")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Benchmark: bootstrap confidence of the equilibrium ratings (eqarena/solvers/bootstrap.py), as `eqarena rate` runs it.
+"""Benchmark: bootstrap confidence of the equilibrium ratings (eqarena/solvers/bootstrap/confidence.py), as `eqarena rate` runs it.
 
     uv run python bench/bootstrap.py [--prompts 500] [--models 17] [--replicates 200] [--workers 2]
                                      [--schemes prompts] [--seed 0]
@@ -34,9 +34,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from eqarena.solvers import cce, koth_game, nash, synthetic_king_tensor
-    from eqarena.solvers.bootstrap import bootstrap_ratings
-    from eqarena.solvers.toy_games import simulated_battles
-    from eqarena.tasks.parallel import process_map
+    from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
+    from eqarena.solvers.toys.games import simulated_battles
+    from eqarena.runtime.worker_pool import process_map
 
     u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
     schemes = tuple(s.strip() for s in args.schemes.split(",") if s.strip())

@@ -1,4 +1,4 @@
-"""Benchmark: how often the bootstrap's 95% rating intervals (eqarena/solvers/bootstrap.py) hold the true rating.
+"""Benchmark: how often the bootstrap's 95% rating intervals (eqarena/solvers/bootstrap/confidence.py) hold the true rating.
 
     uv run python bench/coverage.py [--seeds 48] [--methods ne,cce] [--truths grid,smooth] [--replicates 100]
                                     [--verdicts 8] [--compare]
@@ -7,9 +7,9 @@ Judge noise alone ("judgments" scheme): for each seed s the expected payoffs are
 synthetic_king_tensor(30, 4, seed=200 + s, judgments=16) ("grid": means of 16 verdicts, so many cells are
 exactly +-1 and ties are exact) or the same skills' Bradley-Terry expectations (judgments=None,
 "smooth"), and the truth is the method's king ratings of that expected game; a simulated judge
-(solvers.toy_games.simulated_battles) gives `--verdicts` (8) +-1 verdicts per ordered cell, and the interval is that of
+(solvers.toys.games.simulated_battles) gives `--verdicts` (8) +-1 verdicts per ordered cell, and the interval is that of
 `--replicates` judgment replicates (their central 95% range widened to hold the full-data rating,
-solvers.intervals). Per truth and method: the share of (seed,
+solvers.bootstrap.intervals). Per truth and method: the share of (seed,
 model) cases whose interval holds the truth, with a binomial 95% interval for that share
 (scipy.stats.binomtest), the mean width, and the misses split by kind: the estimate's equilibrium has the
 model in the king's support (rating 0) and the truth has not, or the other way round ("support"), or the
@@ -30,9 +30,9 @@ import numpy as np
 from scipy.stats import binomtest
 
 from eqarena.solvers import synthetic_king_tensor
-from eqarena.solvers.bootstrap import bootstrap_ratings, solve_king_ratings  # noqa: E402
-from eqarena.solvers.toy_games import simulated_battles  # noqa: E402
-from eqarena.tasks.parallel import process_map  # noqa: E402
+from eqarena.solvers.bootstrap.confidence import bootstrap_ratings, solve_king_ratings  # noqa: E402
+from eqarena.solvers.toys.games import simulated_battles  # noqa: E402
+from eqarena.runtime.worker_pool import process_map  # noqa: E402
 
 SUPPORT = 1e-6  # |rating| below this: the model is in the king's support
 

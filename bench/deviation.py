@@ -1,4 +1,4 @@
-"""Benchmark: deviation ratings (eqarena/solvers/deviation.py) on synthetic king-of-the-hill games.
+"""Benchmark: deviation ratings (eqarena/solvers/cce/deviation.py) on synthetic king-of-the-hill games.
 
     uv run python bench/deviation.py [--sizes 80x5,500x17,1000x32] [--cap-seconds 300] [--seed 0]
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def worker(p: int, m: int, seed: int) -> None:
-    import eqarena.solvers.deviation as dev
+    import eqarena.solvers.cce.deviation as dev
     from eqarena.solvers import koth_game, synthetic_king_tensor
 
     game = koth_game(synthetic_king_tensor(p, m, seed=seed))

@@ -6,14 +6,14 @@
 Per seed and size P x M: u = synthetic_king_tensor(P, M, seed); a uniformly random `--sparsity` share of
 the unordered (prompt, model pair) cells is hidden (mirrored, so the mask stays symmetric) and filled
 by each variant: prompt-wise Bradley-Terry with its default shrinkage="auto" (chosen per game by
-cross-validation over solvers.imputation.AUTO_GRID; the mean chosen value is printed under each table)
+cross-validation over solvers.sparse.imputation.AUTO_GRID; the mean chosen value is printed under each table)
 and with the former fixed default 0.125 for comparison, global Bradley-Terry (shrinkage inf: delta = 0)
 and, as a naive reference, 0; three reference rows use the
 generating model: its expected payoff tanh(gap / 2), fresh 8-verdict judgments of the hidden cells, and
 fresh judgments of every cell (the complete game's own reproducibility). The king's NE ratings
-(affinity-selected LLE, `solvers.nash`, as the rate flow computes them) of the filled game are
+(affinity-selected LLE, `solvers.nash.limiting_logit`, as the rate flow computes them) of the filled game are
 compared with those of the complete game: top-3 = the models of dense rank <= 3 (ties within 1e-4
-share a rank, `solvers.clones.dense_ranks`), top-1 likewise, Kendall's tau-b of the ratings
+share a rank, `solvers.analyses.clones.dense_ranks`), top-1 likewise, Kendall's tau-b of the ratings
 (scipy.stats.kendalltau), and the RMSE of the filled cells against the hidden true values.
 
 Two more tables follow. Noise sweep (on by default, `--no-noise-sweep` skips it): at P = 100, M = 8 and
@@ -90,9 +90,9 @@ def synthetic_truth(num_prompts: int, num_models: int, seed: int,
     """synthetic_king_tensor(P, M, seed, judgments) (prompt_noise 1) and its skill gaps (P, M, M).
 
     Replays the generator's draws to recover the gaps; checked against the real tensor, so a change
-    to eqarena/solvers/toy_games.py fails here instead of giving a silently wrong oracle.
+    to eqarena/solvers/toys/games.py fails here instead of giving a silently wrong oracle.
     """
-    from eqarena.solvers.toy_games import synthetic_king_tensor
+    from eqarena.solvers.toys.games import synthetic_king_tensor
 
     u = synthetic_king_tensor(num_prompts, num_models, seed=seed, judgments=judgments)
     rng = np.random.default_rng(seed)
@@ -112,7 +112,7 @@ def judge(gap: np.ndarray, rng: np.random.Generator, verdicts: int = 8) -> np.nd
 
 def king_ratings(u_king: np.ndarray) -> tuple[np.ndarray, float]:
     from eqarena.solvers import koth_game, nash
-    from eqarena.solvers.games import KING
+    from eqarena.solvers.games.normal_form import KING
 
     start = time.perf_counter()
     eq = nash(koth_game(u_king))
@@ -125,7 +125,7 @@ def score_filled(stats: dict, filled: np.ndarray, u: np.ndarray, upper: np.ndarr
     game's (top-3 set, top-1 set, Kendall tau) to `stats`; returns the NE solve's seconds."""
     from scipy.stats import kendalltau
 
-    from eqarena.solvers.clones import dense_ranks
+    from eqarena.solvers.analyses.clones import dense_ranks
 
     stats["rmse"].append(float(np.sqrt(np.mean((filled[upper] - u[upper]) ** 2))))
     ratings, ne_seconds = king_ratings(filled)
@@ -145,8 +145,8 @@ def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, jud
     noiseless: the game is the expected payoffs tanh(gap / 2) themselves (no judging noise).
     """
 
-    from eqarena.solvers.clones import dense_ranks
-    from eqarena.solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
+    from eqarena.solvers.analyses.clones import dense_ranks
+    from eqarena.solvers.sparse.imputation import ImputationError, ImputedTensor, impute_payoffs
 
     # fill(u_sparse, covered, gap, rng) -> complete tensor (or an ImputedTensor, whose shrinkage is recorded);
     # the last three rows know the generating model.
@@ -284,8 +284,8 @@ def run_real(u: np.ndarray, seeds: int, sparsity: float) -> tuple[list[tuple], n
     """Per variant (name, top-3 share, top-1 share, tau, impute s, RMSE, failures); the complete game's ratings;
     the shrinkage auto chose per seed."""
 
-    from eqarena.solvers.clones import dense_ranks
-    from eqarena.solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
+    from eqarena.solvers.analyses.clones import dense_ranks
+    from eqarena.solvers.sparse.imputation import ImputationError, ImputedTensor, impute_payoffs
 
     variants = {
         AUTO_ROW: lambda u, c: impute_payoffs(u, c),
@@ -325,7 +325,7 @@ def run_real(u: np.ndarray, seeds: int, sparsity: float) -> tuple[list[tuple], n
 
 
 def real_data(seeds: int, sparsity: float) -> None:
-    from eqarena.solvers.clones import dense_ranks
+    from eqarena.solvers.analyses.clones import dense_ranks
 
     start = time.perf_counter()
     games = load_prd_tensors()
@@ -351,8 +351,8 @@ def real_data(seeds: int, sparsity: float) -> None:
 
 
 def sweep(sizes, seeds: int, sparsity: float) -> None:
-    from eqarena.solvers.imputation import impute_payoffs
-    from eqarena.solvers.toy_games import synthetic_king_tensor
+    from eqarena.solvers.sparse.imputation import impute_payoffs
+    from eqarena.solvers.toys.games import synthetic_king_tensor
 
     print(f"held-out RMSE of prompt-wise BT by shrinkage ({seeds} seeds, {sparsity:.0%} hidden; min marked *)")
     print(f"{'P x M':>8}  " + "  ".join(f"{lam:>6g} " for lam in SWEEP_GRID))

@@ -45,7 +45,7 @@ from rich.table import Table  # noqa: E402
 from eqarena import warehouse  # noqa: E402
 from eqarena.judge.inputs import read_inputs  # noqa: E402
 from eqarena.judge.plan import plan_missing  # noqa: E402
-from eqarena.judge.providers import make_provider  # noqa: E402
+from eqarena.llm.providers import make_provider  # noqa: E402
 from eqarena.judge.runner import JudgeRunner  # noqa: E402
 from eqarena.judge.templates import load_template  # noqa: E402
 from eqarena.options import (  # noqa: E402

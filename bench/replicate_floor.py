@@ -5,8 +5,8 @@ can take for 200 NE + 200 CCE replicates of a P x M game on this machine's worke
     JAX_PLATFORMS=cuda uv run python bench/replicate_floor.py       # the same table on a GPU
 
 The game is `synthetic_king_tensor(P, M, seed)`, the scheme "prompts", all in this process, compiled first,
-with a bootstrap worker's heap settings (`tasks.parallel`) and one BLAS thread, as in a worker.
-- NE, solved as a bootstrap worker solves its unit of replicates (`solvers.batched_nash` on one lane,
+with a bootstrap worker's heap settings (`runtime.worker_pool`) and one BLAS thread, as in a worker.
+- NE, solved as a bootstrap worker solves its unit of replicates (`solvers.nash.batched` on one lane,
   padded as `batched_bootstrap.lane_prompts` pads them), per replicate: the distinct-prompt game and its
   affinity target; the compiled trace; the monitor's replay of the trace's points (support polishes, limit
   extrapolation); finishing the end (`batched_nash(timings=...)`). Then what the trace counts per replicate
@@ -54,8 +54,8 @@ def main() -> None:
     import threadpoolctl
 
     from eqarena.solvers import synthetic_king_tensor
-    from eqarena.solvers.bootstrap import bootstrap_ratings
-    from eqarena.tasks.parallel import _keep_freed_memory
+    from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
+    from eqarena.runtime.worker_pool import _keep_freed_memory
 
     _keep_freed_memory()
     threadpoolctl.threadpool_limits(1)
@@ -116,11 +116,11 @@ def main() -> None:
 def ne_replicates(u, n: int, seed: int):
     """({part: seconds per replicate}, mean counters per replicate, padded rows) of n prompt replicates'
     NE on one lane, compiled first; parts: targets, trace, monitor, finish."""
-    from eqarena.solvers.batched_bootstrap import lane_prompts
-    from eqarena.solvers.batched_nash import batched_nash
-    from eqarena.solvers.games import koth_game
-    from eqarena.solvers.nash import selection_targets
-    from eqarena.solvers.replicates import prompt_replicate, replicate_game
+    from eqarena.solvers.bootstrap.batched import lane_prompts
+    from eqarena.solvers.nash.batched import batched_nash
+    from eqarena.solvers.games.normal_form import koth_game
+    from eqarena.solvers.nash.limiting_logit import selection_targets
+    from eqarena.solvers.bootstrap.replicates import prompt_replicate, replicate_game
 
     start = time.perf_counter()
     games, targets = [], []
@@ -146,10 +146,10 @@ def cce_replicates(u, n: int, seed: int) -> tuple[float, dict[str, float]]:
     """(Newton steps per replicate of n prompt replicates' CCE from the full data's multipliers, seconds of
     one Hessian, one joint and one gaps evaluation on the first replicate's game)."""
     from eqarena.methods import get_method
-    from eqarena.solvers import _cce_dual as dual
-    from eqarena.solvers.cce import _WORKING_SET
-    from eqarena.solvers.games import koth_game
-    from eqarena.solvers.replicates import _distinct_game, prompt_replicate
+    from eqarena.solvers.cce import dual
+    from eqarena.solvers.cce.max_entropy import _WORKING_SET
+    from eqarena.solvers.games.normal_form import koth_game
+    from eqarena.solvers.bootstrap.replicates import _distinct_game, prompt_replicate
 
     method = get_method("cce")
     full = method.equilibrium(koth_game(u)).multipliers
@@ -194,7 +194,7 @@ def call_costs(u, rows: int, repeats: int = 400) -> tuple[float, float]:
     import jax.numpy as jnp
     from jax import lax
 
-    from eqarena.solvers._logit import _koth_chord_impl, _koth_factor_impl
+    from eqarena.solvers.nash.logit import _koth_chord_impl, _koth_factor_impl
     from eqarena.solvers._precision import float64
 
     m = u.shape[1]

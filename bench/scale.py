@@ -231,18 +231,18 @@ class _PeakRss:
 BOOTSTRAP_SNIPPET = """
 if __name__ == "__main__":
     try:
-        from eqarena.compile_cache import use_compile_cache
+        from eqarena.runtime.compile_cache import use_compile_cache
         use_compile_cache()
     except ImportError:  # a version from before the cache
         pass
-    from eqarena.tasks.parallel import process_map
+    from eqarena.runtime.worker_pool import process_map
     try:
-        from eqarena.tasks.parallel import prewarm_workers
+        from eqarena.runtime.worker_pool import prewarm_workers
         prewarm_workers(2)
     except ImportError:  # a version from before workers started ahead
         pass
     from eqarena.solvers import synthetic_king_tensor
-    from eqarena.solvers.bootstrap import bootstrap_ratings
+    from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
     u = synthetic_king_tensor(500, 17, seed=0)
     out = bootstrap_ratings(u, ["ne", "cce"], replicates=200, seed=0, schemes=("prompts",), map_units=process_map(2))
     print(max(r.diagnostics["max_exploitability"] for r in out))

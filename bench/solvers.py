@@ -51,7 +51,7 @@ def _game(p: int, m: int, seed: int):
 
 def run_ours(method: str, p: int, m: int, seed: int, cap: float) -> dict:
     from eqarena.solvers import cce
-    from eqarena.solvers.nash import nash
+    from eqarena.solvers.nash.limiting_logit import nash
 
     game = _game(p, m, seed)
     kind, target = method.split("-")
@@ -75,7 +75,7 @@ def run_scipy(p: int, m: int, seed: int, cap: float) -> dict:
     import jax.numpy as jnp
     import scipy.optimize
 
-    from eqarena.solvers import _cce_dual as dual
+    from eqarena.solvers.cce import dual
 
     game = _game(p, m, seed)
     g = dual.koth_arrays(jnp.asarray(game.u_king))

@@ -7,7 +7,7 @@ clone-invariant affinity entropy (Liu et al., ICLR 2025; docs/game.md), beside E
     eqarena.ingest("vicuna80", db="ratings.duckdb")
     eqarena.rate("vicuna80", db="ratings.duckdb", judges=["prd:gpt4"])
     eqarena.read_ratings("ratings.duckdb", method="ne")
-    eqarena.solvers.nash(eqarena.solvers.koth_game(u_king))    # arrays in, arrays out
+    eqarena.solvers.nash.limiting_logit(eqarena.solvers.koth_game(u_king))    # arrays in, arrays out
 
 Importing eqarena loads nothing heavy and changes no global setting: the names below are loaded on
 first use.
@@ -15,7 +15,7 @@ first use.
 
 from __future__ import annotations
 
-from eqarena.lifeline import tie_if_spawned_worker
+from eqarena.runtime.lifeline import tie_if_spawned_worker
 
 tie_if_spawned_worker()  # a spawned worker dies with its command even while it is still importing
 

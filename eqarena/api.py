@@ -7,8 +7,8 @@
 
 `ingest` and `rate` run the same pipelines as the command line, as plain Python (no Prefect), and
 store everything in the DuckDB warehouse;
-`read_ratings` only reads it. The solvers work on arrays without any of this: `eqarena.solvers.nash`,
-`eqarena.solvers.cce`, `eqarena.solvers.bradley_terry`, ...
+`read_ratings` only reads it. The solvers work on arrays without any of this: `eqarena.solvers.nash.limiting_logit`,
+`eqarena.solvers.cce.max_entropy`, `eqarena.solvers.pairwise.bradley_terry`, ...
 """
 
 from __future__ import annotations

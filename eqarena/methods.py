@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from eqarena.solvers.equilibrium import Equilibrium
-    from eqarena.solvers.games import KothGame
+    from eqarena.solvers.games.equilibrium import Equilibrium
+    from eqarena.solvers.games.normal_form import KothGame
 
 Battles = Mapping[str, np.ndarray]
-KING = 1  # the king player's index in the king-of-the-hill game (solvers.games.KING)
+KING = 1  # the king player's index in the king-of-the-hill game (solvers.games.normal_form.KING)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,7 +96,7 @@ class RatingMethod:
         a model-rating method)."""
         u = np.asarray(u_king, dtype=np.float64)
         if self.solve is not None:
-            from eqarena.solvers.games import koth_game
+            from eqarena.solvers.games.normal_form import koth_game
 
             eq = self.equilibrium(koth_game(u))
             return np.asarray(eq.ratings[KING], dtype=np.float64), float(eq.exploitability)
@@ -195,30 +195,30 @@ def is_equilibrium(name: str) -> bool:
 
 register(RatingMethod(
     "bt", "BT", "#4c72b0", "Bradley-Terry (Elo scale) on the judged battles, as Chatbot Arena fits it",
-    "bradley-terry", fit="eqarena.solvers.bradley_terry:fit_bradley_terry", rating_format=".0f"))
+    "bradley-terry", fit="eqarena.solvers.pairwise.bradley_terry:fit_bradley_terry", rating_format=".0f"))
 register(RatingMethod(
     "ne", "NE", "#dd8452", "Nash equilibrium (limiting logit equilibrium) selected by the clone-invariant "
-    "affinity entropy", "nash", "affinity", solve="eqarena.solvers.nash:nash"))
+    "affinity entropy", "nash", "affinity", solve="eqarena.solvers.nash.limiting_logit:nash"))
 register(RatingMethod(
     "cce", "CCE", "#55a868", "coarse correlated equilibrium of maximum relative entropy to the affinity target",
-    "cce", "affinity", solve="eqarena.solvers.cce:cce", warm_starts=True))
+    "cce", "affinity", solve="eqarena.solvers.cce.max_entropy:cce", warm_starts=True))
 register(RatingMethod(
     "ne-shannon", "NE-Shannon", "#c44e52", "Nash equilibrium from the uniform target (the classic LLE; "
-    "not clone-invariant)", "nash", "uniform", solve="eqarena.solvers.nash:nash"))
+    "not clone-invariant)", "nash", "uniform", solve="eqarena.solvers.nash.limiting_logit:nash"))
 register(RatingMethod(
     "cce-shannon", "CCE-Shannon", "#8172b3", "maximum-entropy CCE (uniform target; not clone-invariant)",
-    "cce", "uniform", solve="eqarena.solvers.cce:cce", warm_starts=True))
+    "cce", "uniform", solve="eqarena.solvers.cce.max_entropy:cce", warm_starts=True))
 register(RatingMethod(
     "deviation", "Deviation", "#937860", "deviation ratings: the CCE deviation gains minimised lexicographically, "
     "largest first (Marris et al. 2025; clone-invariant, no selection target)", "cce", "strictest",
-    solve="eqarena.solvers.deviation:deviation", default=False))
+    solve="eqarena.solvers.cce.deviation:deviation", default=False))
 register(RatingMethod(
     "winrate", "Win rate", "#da8bc3", "percent win rate against a baseline model (rate --baseline), ties half and "
     "decisive verdicts thrice, both positions per prompt: arena-hard-auto's headline score",
-    "win-rate", fit="eqarena.solvers.win_rate:fit_win_rate", default=False, rating_format=".1f",
+    "win-rate", fit="eqarena.solvers.pairwise.win_rate:fit_win_rate", default=False, rating_format=".1f",
     needs_battles=True))
 register(RatingMethod(
     "bt-style", "BT (style)", "#8c8c8c", "Bradley-Terry with the answers' length and markdown (headers, lists, "
     "bold) as covariates: style control as arena-hard-auto and Chatbot Arena fit it (rate --style-control)",
-    "bradley-terry-style", fit="eqarena.solvers.style_control:fit_style_bradley_terry", default=False,
+    "bradley-terry-style", fit="eqarena.solvers.pairwise.style_control:fit_style_bradley_terry", default=False,
     rating_format=".0f", needs_battles=True))

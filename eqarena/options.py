@@ -153,10 +153,10 @@ class BootstrapOptions:
     """Bootstrap confidence of every method: at most `replicates` resamples (0 or 1: none), seeded by
     `seed`; the equilibria's stop earlier once their intervals settle, no bound moving by more than
     `settle` times the interval width over 24 replicates (0: always all `replicates`;
-    solvers.bootstrap.Settling). `time_limit`: seconds the replicates may take (0: no limit); fewer
+    solvers.bootstrap.confidence.Settling). `time_limit`: seconds the replicates may take (0: no limit); fewer
     replicates are planned when the full-data solves say they would take longer, and the bootstrap stops
     at the limit with the replicates done (stated in the output). `dask_address`: solve the replicates on
-    the Dask scheduler there instead of this machine's worker processes (tasks/dask_replicates.py)."""
+    the Dask scheduler there instead of this machine's worker processes (runtime/dask_pool.py)."""
 
     replicates: int = 200
     seed: int = 0
@@ -354,7 +354,7 @@ class RunnerOptions:
 
 @dataclass(frozen=True)
 class AdaptiveOptions:
-    """Adaptive judging (`judge --adaptive`, eqarena/solvers/adaptive.py): rounds of `batch_calls`
+    """Adaptive judging (`judge --adaptive`, eqarena/solvers/sparse/adaptive.py): rounds of `batch_calls`
     calls until every adjacent pair of the NE ranking is ordered, or tied within `indifference`, with
     probability `stop_probability`; a share `explore` of each round is drawn uniformly."""
 

@@ -1,4 +1,4 @@
-"""Adaptive judging (eqarena/solvers/adaptive.py): the stop rule, the preference for support cells, determinism."""
+"""Adaptive judging (eqarena/solvers/sparse/adaptive.py): the stop rule, the preference for support cells, determinism."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from eqarena.solvers import synthetic_king_tensor
-from eqarena.solvers.adaptive import (
+from eqarena.solvers.sparse.adaptive import (
     STOP_BUDGET,
     STOP_CONFIDENT,
     CellStats,

@@ -1,4 +1,4 @@
-"""Batched CCE replicates (eqarena/solvers/batched.py, batched_bootstrap.py): replicate by replicate
+"""Batched CCE replicates (eqarena/solvers/cce/batched.py, batched_bootstrap.py): replicate by replicate
 the single solve's ratings, every replicate within the guarantee, padding and batch composition
 without effect."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from eqarena import solvers
-from eqarena.solvers.batched import batched_cce
-from eqarena.solvers.bootstrap import bootstrap_ratings, prompt_replicate, solve_king_ratings
-from eqarena.solvers.games import KING
-from eqarena.solvers.toy_games import simulated_battles
+from eqarena.solvers.cce.batched import batched_cce
+from eqarena.solvers.bootstrap.confidence import bootstrap_ratings, prompt_replicate, solve_king_ratings
+from eqarena.solvers.games.normal_form import KING
+from eqarena.solvers.toys.games import simulated_battles
 
 pytestmark = pytest.mark.xdist_group("jax-batched")  # one process compiles the batched solver
 
@@ -72,7 +72,7 @@ def test_padding_and_batch_composition_do_not_change_a_replicate():
 
 def test_a_replicate_the_batch_cannot_take_falls_back(monkeypatch):
     """A replicate flagged not ok (here: all of them) is solved by the single solver and counted."""
-    import eqarena.solvers.batched_bootstrap as bb
+    import eqarena.solvers.bootstrap.batched as bb
 
     real = bb.batched_cce
 

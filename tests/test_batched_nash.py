@@ -1,4 +1,4 @@
-"""Batched NE replicates (eqarena/solvers/batched_nash.py, _batched_trace.py): replicate by replicate
+"""Batched NE replicates (eqarena/solvers/nash/batched.py, _batched_trace.py): replicate by replicate
 the equilibrium `nash` selects, every replicate within the guarantee; padding, lane count and lane
 reuse without effect; a game `nash` would retrace is handed back."""
 
@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from eqarena import solvers
-from eqarena.solvers import batched_nash as batched_nash_module
-from eqarena.solvers._continuation import ContinuationOptions
-from eqarena.solvers.batched_nash import KEPT_ROWS, KEPT_ROWS_FROM, batched_nash, guard_compiles
-from eqarena.solvers.bootstrap import ReplicateSolver, bootstrap_ratings
-from eqarena.solvers.nash import selection_targets
-from eqarena.solvers.replicates import replicate_game
-from eqarena.solvers.toy_games import simulated_battles
+from eqarena.solvers.nash import batched as batched_nash_module
+from eqarena.solvers.nash._continuation import ContinuationOptions
+from eqarena.solvers.nash.batched import KEPT_ROWS, KEPT_ROWS_FROM, batched_nash, guard_compiles
+from eqarena.solvers.bootstrap.confidence import ReplicateSolver, bootstrap_ratings
+from eqarena.solvers.nash.limiting_logit import selection_targets
+from eqarena.solvers.bootstrap.replicates import replicate_game
+from eqarena.solvers.toys.games import simulated_battles
 
 pytestmark = pytest.mark.xdist_group("jax-batched")  # one process compiles the batched solvers
 
@@ -161,7 +161,7 @@ def test_a_game_nash_would_retrace_is_handed_back():
 
 def test_bootstrap_falls_back_to_nash_for_games_it_hands_back(monkeypatch):
     """A replicate the batch hands back is solved by `nash` and counted in diagnostics["fallback"]."""
-    from eqarena.solvers import batched_bootstrap
+    from eqarena.solvers.bootstrap import batched as batched_bootstrap
 
     real = batched_bootstrap.batched_nash
 
@@ -183,7 +183,7 @@ def test_a_single_lane_on_a_big_game_pads_to_a_bucket_of_its_games_prompts():
     """`lane_prompts`: one lane on games of at least `KEPT_ROWS_FROM` cells pads to the largest game's prompts
     rounded up to a multiple of 32 (never beyond the full data's); several lanes, or smaller games, pad to
     the full data's prompts."""
-    from eqarena.solvers.batched_bootstrap import lane_prompts
+    from eqarena.solvers.bootstrap.batched import lane_prompts
 
     models = 17
     big = [solvers.koth_game(solvers.synthetic_king_tensor(p, models, seed=p)) for p in (300, 316)]

@@ -1,4 +1,4 @@
-"""Bootstrap confidence of equilibrium ratings (eqarena/solvers/bootstrap.py): the clone identities it solves
+"""Bootstrap confidence of equilibrium ratings (eqarena/solvers/bootstrap/confidence.py): the clone identities it solves
 with, interval coverage on games with a known population rating and under judge noise alone, rank
 probabilities, determinism, judge-noise replicates, and the tables a rate run writes."""
 
@@ -13,7 +13,7 @@ import pytest
 from eqarena import solvers, warehouse
 from eqarena.options import BootstrapOptions, IngestOptions, RateOptions
 from eqarena.methods import RatingMethod, get_method, register, unregister
-from eqarena.solvers.bootstrap import (
+from eqarena.solvers.bootstrap.confidence import (
     ReplicateSolver,
     Settling,
     bootstrap_ratings,
@@ -24,9 +24,9 @@ from eqarena.solvers.bootstrap import (
     twin_groups,
     twins_agree,
 )
-from eqarena.solvers.games import KING
-from eqarena.solvers.toy_games import simulated_battles
-from eqarena.tasks.parallel import process_map
+from eqarena.solvers.games.normal_form import KING
+from eqarena.solvers.toys.games import simulated_battles
+from eqarena.runtime.worker_pool import process_map
 from eqarena.warehouse import ratings as store
 
 # Replicates per interval in the coverage checks: a 95% percentile interval from 50 replicates (bench/coverage.py
@@ -220,7 +220,7 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
     import psutil
     import threadpoolctl
 
-    from eqarena.tasks.parallel import prewarm_workers, release_prewarmed
+    from eqarena.runtime.worker_pool import prewarm_workers, release_prewarmed
 
     u = solvers.synthetic_king_tensor(30, 4, seed=1)
     kwargs = {"replicates": 12, "schemes": ("prompts",), "seed": 5}
@@ -245,7 +245,7 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
     prewarm_workers(2)
     unused = workers()
     assert len(unused) == 2
-    from eqarena.tasks.parallel import _PREWARMED
+    from eqarena.runtime.worker_pool import _PREWARMED
 
     blas = [lib for lib in _PREWARMED[0].pool.submit(threadpoolctl.threadpool_info).result(timeout=120)
             if lib["user_api"] == "blas"]
@@ -262,7 +262,7 @@ def test_kept_workers_outlive_their_map_skip_units_not_begun_and_stop_with_the_b
     are then skipped. Every pool kept is stopped when the block ends."""
     import psutil
 
-    from eqarena.tasks.parallel import _solve_in_worker, kept_workers
+    from eqarena.runtime.worker_pool import _solve_in_worker, kept_workers
 
     u = solvers.synthetic_king_tensor(30, 4, seed=1)
     solver = ReplicateSolver(u, 5)
@@ -290,7 +290,7 @@ def test_kept_workers_outlive_their_map_skip_units_not_begun_and_stop_with_the_b
 def test_kept_workers_import_the_modules_of_the_work_they_are_kept_for():
     """A pool kept by `kept_workers(imports=...)` imports those modules as soon as it is kept (the main job's
     workers: the report's figure modules, before the figures come)."""
-    from eqarena.tasks.parallel import _keep, _Workers, kept_workers
+    from eqarena.runtime.worker_pool import _keep, _Workers, kept_workers
 
     loaded = "'wave' in __import__('sys').modules"
     with kept_workers(imports=("wave",)) as idle:
@@ -332,7 +332,7 @@ WORKER_AFTER_NUMPY = """
 import multiprocessing, os, threading
 import numpy  # loaded before the worker starts, as the eqarena command's module loads it
 import threadpoolctl
-from eqarena.tasks.parallel import _start_worker
+from eqarena.runtime.worker_pool import _start_worker
 _start_worker(os.getppid(), threading.Barrier(1), multiprocessing.RawValue("b", 0), [threading.Lock()])
 import scipy.linalg  # loaded after
 print(sorted({lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}))
@@ -445,12 +445,12 @@ def test_rate_run_writes_and_reads_back_the_tables(prefect_harness, tmp_path):
 def test_a_terminated_pool_leaves_no_thread_behind():
     """`terminate_pool` returns once its workers and the executor's own thread have ended: that thread is
     not a daemon, and while it lives an interrupted command cannot leave at once
-    (`orchestration.quick_exit.nothing_pending`)."""
+    (`runtime.quick_exit.nothing_pending`)."""
     import concurrent.futures
     import multiprocessing
     import time
 
-    from eqarena.tasks.parallel import terminate_pool
+    from eqarena.runtime.worker_pool import terminate_pool
 
     pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     busy = pool.submit(time.sleep, 60)

@@ -13,7 +13,7 @@ import numpy as np
 
 from eqarena import solvers
 from eqarena.options import BootstrapOptions
-from eqarena.solvers.bootstrap import bootstrap_ratings
+from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
 from eqarena.tasks.rate import Solved, replicate_plan
 
 
@@ -61,7 +61,7 @@ import_data(ImportOptions(fmt="pairwise", paths=({str(table)!r},), dataset="pref
                           baseline="base"), {str(db)!r})
 result = rate(RateOptions(dataset="prefs", missing="impute", bootstrap=BootstrapOptions(replicates=24)), {str(db)!r})
 print("methods", sorted(result.exploitability))
-print("deviation imported", "eqarena.solvers.deviation" in sys.modules)
+print("deviation imported", "eqarena.solvers.cce.deviation" in sys.modules)
 """
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -70,7 +70,7 @@ print("deviation imported", "eqarena.solvers.deviation" in sys.modules)
 
 
 def test_units_are_batched_only_while_their_tensors_stay_small():
-    from eqarena.solvers.batched_bootstrap import batches_pay
+    from eqarena.solvers.bootstrap.batched import batches_pay
 
     assert batches_pay((500, 17, 17)) and batches_pay((40, 200, 200)) and batches_pay((1, 200, 200))
     assert not batches_pay((805, 200, 200))  # 24 replicates would hold 6 GB of tensors in one worker

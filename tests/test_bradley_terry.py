@@ -8,7 +8,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from eqarena.solvers import bradley_terry, online_elo, score_to_outcome
-from eqarena.solvers.bradley_terry import ELO_SCALE
+from eqarena.solvers.pairwise.bradley_terry import ELO_SCALE
 
 
 def simulate(strengths: np.ndarray, battles: int, *, tie_rate: float = 0.0, seed: int = 0):
@@ -146,7 +146,7 @@ def test_a_tensor_without_judgments_is_bootstrapped_over_its_prompts():
     full fit (a zero-width interval), unlike a resampling of its cells; distinct prompts give a spread that
     holds the rating."""
     from eqarena.solvers import synthetic_king_tensor
-    from eqarena.solvers.bradley_terry import fit_bradley_terry, prompt_bootstrap
+    from eqarena.solvers.pairwise.bradley_terry import fit_bradley_terry, prompt_bootstrap
 
     one = synthetic_king_tensor(1, 6, seed=3, judgments=None)
     copies = np.repeat(one, 30, axis=0)

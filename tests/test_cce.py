@@ -118,7 +118,7 @@ def test_near_duplicate_prompts_converge_in_few_newton_steps(target):
 def test_newton_reaches_a_dual_minimiser_at_infinity_geometrically(monkeypatch):
     """Without the facial reduction the prompt multiplier must diverge; adaptive damping lets the
     Newton steps grow it geometrically and still reach the face's CCE."""
-    from eqarena.solvers import _cce_dual
+    from eqarena.solvers.cce import dual as _cce_dual
 
     u = near_duplicate_king_tensor(80, 500)
     reduced = cce(koth_game(u), target="uniform")

@@ -10,9 +10,9 @@ import pytest
 
 from eqarena.datasets.bundled import SEEDS_DIR
 from eqarena.solvers import koth_game, synthetic_king_tensor
-from eqarena.solvers.bradley_terry import fit_bradley_terry, tensor_battles
-from eqarena.solvers.cce import cce
-from eqarena.solvers.clones import (
+from eqarena.solvers.pairwise.bradley_terry import fit_bradley_terry, tensor_battles
+from eqarena.solvers.cce.max_entropy import cce
+from eqarena.solvers.analyses.clones import (
     CloneOutcome,
     adversarial_weights,
     clone_experiment,
@@ -23,7 +23,7 @@ from eqarena.solvers.clones import (
     sample_clone_sources,
     with_clones,
 )
-from eqarena.solvers.nash import nash
+from eqarena.solvers.nash.limiting_logit import nash
 
 KING = 1
 VICUNA_JUDGMENTS = SEEDS_DIR / "vicuna80" / "judgments.jsonl.gz"

@@ -1,4 +1,4 @@
-"""The persistent compilation cache the `eqarena` command sets up (eqarena/compile_cache.py): where it
+"""The persistent compilation cache the `eqarena` command sets up (eqarena/runtime/compile_cache.py): where it
 points JAX, how it is turned off, and that a second process reads back what the first compiled."""
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ import sys
 import pytest
 
 PROBE = """
-from eqarena.compile_cache import use_compile_cache
+from eqarena.runtime.compile_cache import use_compile_cache
 directory = use_compile_cache()
 import jax
 print(directory, jax.config.jax_compilation_cache_dir)
 """
 
 BATCHED_SOLVE = """
-from eqarena.compile_cache import use_compile_cache
+from eqarena.runtime.compile_cache import use_compile_cache
 use_compile_cache()
 import numpy as np
 from eqarena import solvers
-from eqarena.solvers.bootstrap import bootstrap_ratings
+from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
 u = solvers.synthetic_king_tensor(20, 4, seed=5)
 out = bootstrap_ratings(u, ["ne"], replicates=4, seed=0, schemes=("prompts",))[0]
 print(out.diagnostics["max_exploitability"])

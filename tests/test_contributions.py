@@ -18,7 +18,7 @@ from eqarena.solvers import (
     rps,
     synthetic_king_tensor,
 )
-from eqarena.solvers.nash import nash
+from eqarena.solvers.nash.limiting_logit import nash
 
 
 def brute_force_delta(payoffs: np.ndarray, joint: np.ndarray, i: int, j: int) -> np.ndarray:

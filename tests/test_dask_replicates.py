@@ -1,4 +1,4 @@
-"""Bootstrap replicates on a Dask cluster (eqarena/tasks/dask_replicates.py): the same replicates as in
+"""Bootstrap replicates on a Dask cluster (eqarena/runtime/dask_pool.py): the same replicates as in
 this process, for the per-prompt game and the prompt-group game, and an early stop that cancels the rest."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from eqarena import solvers
-from eqarena.solvers.bootstrap import Settling, bootstrap_ratings
-from eqarena.solvers.group_game import GroupCells, GroupReplicates
-from eqarena.solvers.toy_games import simulated_battles
-from eqarena.tasks.dask_replicates import dask_map
+from eqarena.solvers.bootstrap.confidence import Settling, bootstrap_ratings
+from eqarena.solvers.sparse.group_game import GroupCells, GroupReplicates
+from eqarena.solvers.toys.games import simulated_battles
+from eqarena.runtime.dask_pool import dask_map
 
 from test_group_game import planted_log
 

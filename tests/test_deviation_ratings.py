@@ -1,4 +1,4 @@
-"""Deviation ratings (eqarena/solvers/deviation.py): against an independent cvxpy formulation, on games
+"""Deviation ratings (eqarena/solvers/cce/deviation.py): against an independent cvxpy formulation, on games
 rated by hand, under exact clones, and through `eqarena rate --methods deviation`."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from eqarena.cli.app import app
 from eqarena.solvers import NormalFormGame, chicken, koth_game, rps, synthetic_king_tensor
-from eqarena.solvers.cce import joint_deviation_gains
-from eqarena.solvers.deviation import deviation
+from eqarena.solvers.cce.max_entropy import joint_deviation_gains
+from eqarena.solvers.cce.deviation import deviation
 
 from conftest import query
 

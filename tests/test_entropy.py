@@ -22,7 +22,7 @@ from eqarena.solvers import (
     synthetic_king_tensor,
     tsallis_entropy,
 )
-from eqarena.solvers.entropy import _neighbour_pairs, affinity_target_value
+from eqarena.solvers.games.entropy import _neighbour_pairs, affinity_target_value
 
 RPS = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from eqarena import solvers
 from eqarena.methods import get_method
-from eqarena.solvers.entropy import affinity_targets
+from eqarena.solvers.games.entropy import affinity_targets
 from eqarena.tasks.rate import _solve_equilibrium, solved_twin
 from eqarena.warehouse.tensor import PayoffTensor
 

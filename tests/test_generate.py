@@ -21,7 +21,7 @@ from conftest import query
 from eqarena import warehouse
 from eqarena.cli.app import app
 from eqarena.generation.plan import answer_messages
-from eqarena.judge.pricing import estimate_message_tokens
+from eqarena.llm.pricing import estimate_message_tokens
 
 from fake_llm_server import FakeLLMServer, plant_dataset, planted_prompt, planted_response
 from test_refresh import PROMPTS, arena_dir

@@ -16,7 +16,7 @@ import pytest
 from conftest import query
 from eqarena import warehouse
 from eqarena.generation.plan import answer_messages
-from eqarena.judge.pricing import estimate_message_tokens
+from eqarena.llm.pricing import estimate_message_tokens
 
 from fake_llm_server import FakeLLMServer, plant_dataset, planted_prompt, planted_response
 from test_generate import REPO_ROOT, TOY_PROMPTS, cli, stored_answers

@@ -1,4 +1,4 @@
-"""The prompt-group game (eqarena/solvers/group_game.py, tasks/assemble_groups.py): per-group skills
+"""The prompt-group game (eqarena/solvers/sparse/group_game.py, tasks/assemble_groups.py): per-group skills
 recovered from battles, clones of a group leave the affinity equilibria unchanged, the group game's
 bootstrap resamples prompts, and a log too sparse for per-prompt payoffs is rated by groups and said so."""
 
@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from eqarena.cli.app import app
 from eqarena.methods import get_method
-from eqarena.solvers.bootstrap import bootstrap_ratings
-from eqarena.solvers.games import KING, koth_game
-from eqarena.solvers.group_game import GroupBattles, GroupCells, GroupReplicates, group_game
+from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
+from eqarena.solvers.games.normal_form import KING, koth_game
+from eqarena.solvers.sparse.group_game import GroupBattles, GroupCells, GroupReplicates, group_game
 
 from conftest import query
 
@@ -151,7 +151,7 @@ def test_a_sparse_log_is_rated_by_prompt_groups_and_says_so(tmp_path, prefect_ha
 def test_twenty_groups_lead_with_the_top_model_of_a_per_group_bradley_terry():
     """FastChat rates each category by its own Bradley-Terry fit; the group game's per-group strengths
     (shrunk towards the global fit) put the same model first in every one of 20 groups."""
-    from eqarena.solvers.bradley_terry import bradley_terry
+    from eqarena.solvers.pairwise.bradley_terry import bradley_terry
 
     rng = np.random.default_rng(11)
     skills = rng.normal(0.0, 0.7, (20, 8))

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from eqarena.cli.app import app
-from eqarena.solvers.improvement_path import TIE, PathSizes, Rater, improvement_path, rater, skill_entropy
-from eqarena.solvers.improvement_summary import bootstrap_mean, paired_difference
+from eqarena.solvers.analyses.improvement_path import TIE, PathSizes, Rater, improvement_path, rater, skill_entropy
+from eqarena.solvers.analyses.improvement_summary import bootstrap_mean, paired_difference
 from tests.conftest import query
 
 SMALL = PathSizes(skills=3, initial_prompts=3, initial_models=3, candidate_models=4, candidate_prompts=16,

@@ -10,9 +10,9 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from eqarena.solvers import imputation
-from eqarena.solvers.imputation import ImputationError, ImputedTensor, impute_payoffs
-from eqarena.solvers.toy_games import synthetic_king_tensor
+from eqarena.solvers.sparse import imputation
+from eqarena.solvers.sparse.imputation import ImputationError, ImputedTensor, impute_payoffs
+from eqarena.solvers.toys.games import synthetic_king_tensor
 
 
 def hide(num_prompts: int, num_models: int, share: float, seed: int, keep_path: bool = False) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""solvers.imputed_share: closed forms and agreement of the NE (marginals) and CCE (joint) paths."""
+"""solvers.sparse.imputed_share: closed forms and agreement of the NE (marginals) and CCE (joint) paths."""
 
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ def test_a_ctrl_c_before_a_workers_first_import_waits_and_is_dropped(held):
     """A worker started inside `holding_interrupts` inherits SIGINT blocked: a SIGINT sent while its
     interpreter starts waits, and is dropped once `eqarena` is imported (SIGINT then ignored, unblocked).
     Started outside it, the same SIGINT kills the worker with a KeyboardInterrupt traceback."""
-    from eqarena.lifeline import WORKER_OF_ENV, expect_workers, holding_interrupts
+    from eqarena.runtime.lifeline import WORKER_OF_ENV, expect_workers, holding_interrupts
 
     expect_workers()
     try:
@@ -196,7 +196,7 @@ import concurrent.futures, multiprocessing, signal
 def blocked():
     return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
 if __name__ == "__main__":
-    from eqarena.lifeline import holding_interrupts
+    from eqarena.runtime.lifeline import holding_interrupts
     with holding_interrupts():  # the first spawn of this process: multiprocessing starts its resource tracker
         pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         pool.submit(int).result()

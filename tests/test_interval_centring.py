@@ -1,4 +1,4 @@
-"""Every interval holds the rating shown beside it (eqarena/solvers/intervals.py): equilibrium methods under
+"""Every interval holds the rating shown beside it (eqarena/solvers/bootstrap/intervals.py): equilibrium methods under
 both bootstrap schemes, on games where the plain percentile interval misses the rating, and Bradley-Terry."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from eqarena import solvers
-from eqarena.solvers.bootstrap import bootstrap_ratings, solve_king_ratings
-from eqarena.solvers.intervals import rating_interval
-from eqarena.solvers.toy_games import simulated_battles
+from eqarena.solvers.bootstrap.confidence import bootstrap_ratings, solve_king_ratings
+from eqarena.solvers.bootstrap.intervals import rating_interval
+from eqarena.solvers.toys.games import simulated_battles
 
 TOL = 1e-6  # equilibrium ratings are <= 0 up to the solvers' exploitability
 

@@ -19,7 +19,7 @@ from eqarena.flows.judge import judge_flow
 from eqarena.judge.batch import BatchJudge
 from eqarena.judge.inputs import read_inputs
 from eqarena.judge.plan import plan_missing
-from eqarena.judge.providers import make_provider
+from eqarena.llm.providers import make_provider
 from eqarena.judge.templates import load_template
 from eqarena.options import RetryPolicy, RunnerOptions
 from eqarena.tasks.judge_plan import plan_judge_run

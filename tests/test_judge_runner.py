@@ -12,10 +12,10 @@ import time
 import pytest
 
 from eqarena import warehouse
-from eqarena.judge.budget import Budget
+from eqarena.llm.budget import Budget
 from eqarena.judge.inputs import read_inputs
 from eqarena.judge.plan import plan_missing
-from eqarena.judge.providers import FatalProviderError, make_provider
+from eqarena.llm.providers import FatalProviderError, make_provider
 from eqarena.judge.runner import JudgeRunner
 from eqarena.judge.templates import load_template
 from eqarena.options import RetryPolicy, RunLimits

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqarena import warehouse
-from eqarena.judge.budget import Budget
+from eqarena.llm.budget import Budget
 from eqarena.judge.inputs import PlanError, choose_models, choose_prompts
 from eqarena.judge.plan import build_plan
-from eqarena.judge.pricing import PriceError, estimate_message_tokens, load_prices
-from eqarena.judge.providers import JudgeSpecError, make_provider, parse_judge_spec
+from eqarena.llm.pricing import PriceError, estimate_message_tokens, load_prices
+from eqarena.llm.providers import JudgeSpecError, make_provider, parse_judge_spec
 from eqarena.judge.templates import TEMPLATES_DIR, TemplateError, available_templates, load_template
 from eqarena.judge.verdict import parse_verdict
 from eqarena.warehouse.judgments import CellState, JudgmentRow, JudgmentWriter, cell_states, insert_judgments
@@ -294,7 +294,7 @@ def test_progress_bar_shows_done_total_rate_eta_and_spend():
 
     from rich.console import Console
 
-    from eqarena.judge.progress import JudgeProgress
+    from eqarena.llm.progress import JudgeProgress
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=160, color_system=None)
@@ -315,7 +315,7 @@ def test_retry_after_header_forms():
 
     import httpx2
 
-    from eqarena.judge.providers import retry_after_seconds
+    from eqarena.llm.providers import retry_after_seconds
 
     class Failed(Exception):
         def __init__(self, headers):

@@ -23,8 +23,8 @@ from eqarena.methods import (
     unregister,
 )
 from eqarena.solvers import synthetic_king_tensor
-from eqarena.solvers.cce import cce
-from eqarena.solvers.clones import clone_experiment
+from eqarena.solvers.cce.max_entropy import cce
+from eqarena.solvers.analyses.clones import clone_experiment
 
 from conftest import query
 

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqarena.solvers import Equilibrium, NormalFormGame, deviation_gains, koth_game, synthetic_king_tensor
-from eqarena.solvers._continuation import BranchLimit
-from eqarena.solvers._logit import KothLogitSystem
-from eqarena.solvers._polish import polish
-from eqarena.solvers.entropy import affinity_targets
-from eqarena.solvers.nash import nash
+from eqarena.solvers.nash._continuation import BranchLimit
+from eqarena.solvers.nash.logit import KothLogitSystem
+from eqarena.solvers.nash._polish import polish
+from eqarena.solvers.games.entropy import affinity_targets
+from eqarena.solvers.nash.limiting_logit import nash
 
 RPS = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])
 CHICKEN = np.array([[0.0, -1.0], [1.0, -12.0]])  # row player's payoff: Swerve, Straight
@@ -369,8 +369,8 @@ def test_affinity_target_with_zero_mass_actions_still_gives_an_exact_nash():
     import warnings
 
     from eqarena.solvers import synthetic_king_tensor
-    from eqarena.solvers.clones import with_clones
-    from eqarena.solvers.entropy import affinity_targets
+    from eqarena.solvers.analyses.clones import with_clones
+    from eqarena.solvers.games.entropy import affinity_targets
 
     u = synthetic_king_tensor(40, 5, seed=3)
     u = with_clones(u, np.repeat([0, 1, 2], 60), noise=0.01, rng=np.random.default_rng(0))

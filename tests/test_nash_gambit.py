@@ -7,7 +7,7 @@ import pygambit
 import pytest
 
 from eqarena.solvers import koth_game, synthetic_king_tensor
-from eqarena.solvers.nash import nash
+from eqarena.solvers.nash.limiting_logit import nash
 from tests.test_nash import ALIKE_ON_SUPPORT
 
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eqarena.cli.app import app
-from eqarena.solvers.toy_tables import toy_tables
+from eqarena.solvers.toys.tables import toy_tables
 
 
 @pytest.fixture(scope="module")

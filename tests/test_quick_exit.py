@@ -1,4 +1,4 @@
-"""How a command's process ends (eqarena/orchestration/quick_exit.py): the exit handlers run and the
+"""How a command's process ends (eqarena/runtime/quick_exit.py): the exit handlers run and the
 output is flushed, the interpreter's shutdown is skipped, and a thread still at work keeps the
 normal exit."""
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 QUICK_EXIT = """
 import atexit, sys
 from pathlib import Path
-from eqarena.orchestration.quick_exit import quick_exit
+from eqarena.runtime.quick_exit import quick_exit
 marks = Path(sys.argv[1])
 
 class Finalised:
@@ -39,14 +39,14 @@ def test_quick_exit_runs_the_exit_handlers_flushes_and_skips_the_shutdown(tmp_pa
 
 
 def test_quick_exit_with_a_message_says_it_and_exits_1():
-    script = "from eqarena.orchestration.quick_exit import quick_exit; quick_exit('error: the reason')"
+    script = "from eqarena.runtime.quick_exit import quick_exit; quick_exit('error: the reason')"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (1, "error: the reason\n")
 
 
 PENDING = """
 import threading, time
-from eqarena.orchestration.quick_exit import nothing_pending
+from eqarena.runtime.quick_exit import nothing_pending
 release = threading.Event()
 daemon = threading.Thread(target=release.wait, daemon=True)
 daemon.start()

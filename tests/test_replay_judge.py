@@ -10,11 +10,11 @@ import pytest
 
 from eqarena import warehouse
 from eqarena.flows.judge import judge_flow
-from eqarena.judge.providers import (
+from eqarena.llm.providers import (
     JudgeSpecError,
-    make_provider,
     parse_judge_spec,
 )
+from eqarena.judge.judges import make_judge_provider
 from eqarena.judge.replay import RecordingMissing, ReplayProvider
 from eqarena.judge.templates import load_template
 from eqarena.options import GenerationOptions, RetryPolicy, RunnerOptions
@@ -99,7 +99,7 @@ def test_missing_recorded_samples_are_errors_not_ties(prefect_harness, db):
 
 
 def test_accounting_counts_calls_and_tokens(db):
-    provider = make_provider(f"recorded:prd:gpt4@{db}")
+    provider = make_judge_provider(f"recorded:prd:gpt4@{db}")
     assert isinstance(provider, ReplayProvider)
     template = load_template("pairwise3")
     con = warehouse.connect(db)

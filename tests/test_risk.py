@@ -16,8 +16,8 @@ from eqarena.solvers import (
     koth_game,
     synthetic_king_tensor,
 )
-from eqarena.solvers.nash import nash
-from eqarena.solvers.risk import (
+from eqarena.solvers.nash.limiting_logit import nash
+from eqarena.solvers.analyses.risk import (
     distinct_equilibria,
     diverse_nash,
     prior_payoffs,
@@ -318,7 +318,7 @@ def test_risk_dominance_rejects_bad_shapes():
 def test_redo_rounds_reuse_one_compiled_descent():
     """Rounds after the first descend only the profiles not kept, with arrays of the same shapes: the
     jitted descent compiles once per game, not once per round."""
-    from eqarena.solvers import risk
+    from eqarena.solvers.analyses import risk
 
     u = synthetic_king_tensor(23, 5, seed=11)  # a shape no other test uses
     before = risk._descend._cache_size()

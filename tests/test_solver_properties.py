@@ -20,7 +20,7 @@ from eqarena.solvers import (
     joint_exploitability,
     koth_game,
 )
-from eqarena.solvers.nash import nash
+from eqarena.solvers.nash.limiting_logit import nash
 
 PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SOLVER = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from eqarena.methods import get_method
-from eqarena.solvers.style_control import fit_style_bradley_terry, standardise
-from eqarena.solvers.style_features import FEATURES, battle_style_features, style_counts, style_difference
+from eqarena.solvers.pairwise.style_control import fit_style_bradley_terry, standardise
+from eqarena.solvers.pairwise.style_features import FEATURES, battle_style_features, style_counts, style_difference
 
 QUALITY = np.array([1.0, 0.5, 0.0, -0.5])  # model 0 best
 MEAN_TOKENS = np.array([100.0, 200.0, 400.0, 800.0])  # ... but the worst answers are longest

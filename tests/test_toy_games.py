@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from eqarena.solvers import cce, chicken, koth_game, rps, synthetic_king_tensor
-from eqarena.solvers.nash import nash
+from eqarena.solvers.nash.limiting_logit import nash
 
 
 def test_rps_payoffs_are_the_papers_tables():

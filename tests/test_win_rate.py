@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from conftest import query
 from eqarena.cli.app import app
 from eqarena.methods import get_method
-from eqarena.solvers.bradley_terry import bradley_terry
-from eqarena.solvers.win_rate import fit_win_rate
+from eqarena.solvers.pairwise.bradley_terry import bradley_terry
+from eqarena.solvers.pairwise.win_rate import fit_win_rate
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "import" / "tiny-bench" / "model_judgment"
 BASELINE = "gpt-4-0314"

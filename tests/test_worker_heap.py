@@ -1,4 +1,4 @@
-"""Bootstrap worker processes keep the heap memory they free (eqarena/tasks/parallel.py,
+"""Bootstrap worker processes keep the heap memory they free (eqarena/runtime/worker_pool.py,
 `_keep_freed_memory`): a block of 16 MB, freed, stays in the heap for the next array instead of going
 back to the kernel (glibc's default maps a block that large on its own and unmaps it when freed)."""
 
@@ -21,7 +21,7 @@ PROBE = textwrap.dedent(
                                                         "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 
     if sys.argv[1] == "worker":
-        from eqarena.tasks.parallel import _keep_freed_memory
+        from eqarena.runtime.worker_pool import _keep_freed_memory
         _keep_freed_memory()
     libc = ctypes.CDLL(None)
     libc.malloc.restype = ctypes.c_void_p

@@ -17,9 +17,9 @@ import typer
 from eqarena.cli import analyze, data, generating, judging, main_job, paper, rating, simulate, status
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.support import release_frames
-from eqarena.compile_cache import use_compile_cache
-from eqarena.orchestration.background import exit_now_if_busy
-from eqarena.orchestration.quick_exit import nothing_pending, quick_exit
+from eqarena.runtime.compile_cache import use_compile_cache
+from eqarena.runtime.background import exit_now_if_busy
+from eqarena.runtime.quick_exit import nothing_pending, quick_exit
 
 app = typer.Typer(
     name="eqarena",
@@ -48,7 +48,7 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
     # a temporary local one, which may take long on a busy machine; it must never phone home.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    use_compile_cache()  # before JAX is first imported (eqarena/compile_cache.py)
+    use_compile_cache()  # before JAX is first imported (eqarena/runtime/compile_cache.py)
 
 
 app.command()(data.ingest)
@@ -92,8 +92,8 @@ def main() -> None:
 
 def _leave(exc: BaseException, code: object) -> None:
     """End the process now, without the interpreter's shutdown, when no thread's work is pending
-    (eqarena/orchestration/quick_exit.py). Otherwise return to exit normally, unless a background
-    computation is still running (eqarena/orchestration/background.py). Either way, a failed or
+    (eqarena/runtime/quick_exit.py). Otherwise return to exit normally, unless a background
+    computation is still running (eqarena/runtime/background.py). Either way, a failed or
     interrupted command first frees what its error's frames hold, so that what waits for the garbage
     collector is done before the exit handlers run, and the shutdown prints no binding's leak warnings."""
     if code not in (0, None):

@@ -50,7 +50,7 @@ def generate(
     max_calls: Optional[int] = typer.Option(None, "--max-calls", rich_help_panel=PANEL_PLAN_AND_COST, min=0,
                                             help="Stop after asking this many prompts."),
     prices: Optional[Path] = typer.Option(None, "--prices", rich_help_panel=PANEL_PLAN_AND_COST, help="TOML price "
-                                          "file overriding eqarena/judge/prices.toml."),
+                                          "file overriding eqarena/llm/prices.toml."),
     max_tokens: int = typer.Option(ANSWER_MAX_TOKENS, "--max-tokens", rich_help_panel=PANEL_REQUESTS, min=1,
                                    help="Output tokens per answer at most (arena-hard-auto: 4096)."),
     temperature: Optional[float] = typer.Option(None, "--temperature", rich_help_panel=PANEL_REQUESTS,
@@ -81,7 +81,7 @@ def generate(
     to an OpenAI Batch API job (half price, up to 24 h; resumable). Then `eqarena refresh` judges the new
     model against the others and rates it."""
     from eqarena.generation.setup import MODEL_OPTION
-    from eqarena.judge.providers import LIVE_PROVIDERS, parse_judge_spec
+    from eqarena.llm.providers import LIVE_PROVIDERS, parse_judge_spec
 
     parse_judge_spec(model, MODEL_OPTION, LIVE_PROVIDERS)  # a malformed spec fails first
     with options_errors():

@@ -77,7 +77,7 @@ def judge(
                                      "seconds when the server sends no Retry-After."),
     timeout: float = typer.Option(RetryPolicy.timeout_s, "--timeout", rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES, min=0.01, help="Seconds per attempt."),
     prices: Optional[Path] = typer.Option(None, "--prices", rich_help_panel=PANEL_PLAN_AND_COST, help="TOML price file overriding "
-                                          "eqarena/judge/prices.toml."),
+                                          "eqarena/llm/prices.toml."),
     batch_poll: float = typer.Option(RunnerOptions.batch_poll_s, "--batch-poll", rich_help_panel=PANEL_RUNNER, min=0, help="Seconds between "
                                      "batch status checks."),
     runner: str = typer.Option("asyncio", "--runner", rich_help_panel=PANEL_RUNNER, help="asyncio (default): calls from this process; dask: "
@@ -107,7 +107,7 @@ def judge(
                              "tie-breaks."),
 ) -> None:
     """Judge the missing (prompt, model pair, order, sample) cells with an LLM judge; resumable."""
-    from eqarena.judge.providers import parse_judge_spec
+    from eqarena.llm.providers import parse_judge_spec
 
     spec = parse_judge_spec(judge)  # a malformed spec fails first
     if spec.provider == "recorded" and spec.base_url is None and db is not None:

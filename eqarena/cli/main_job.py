@@ -66,8 +66,8 @@ def main_job_options(source: str, judge: str, out: Path, methods: Optional[str],
 def main_job_errors() -> tuple[type[BaseException], ...]:
     """The errors a main-job command reports as one line (bad input, a refused spend, a busy warehouse)."""
     from eqarena.judge.inputs import PlanError
-    from eqarena.judge.pricing import PriceError
-    from eqarena.judge.providers import FatalProviderError, JudgeSpecError
+    from eqarena.llm.pricing import PriceError
+    from eqarena.llm.providers import FatalProviderError, JudgeSpecError
     from eqarena.judge.setup import SpendNotConfirmed
     from eqarena.judge.templates import TemplateError
     from eqarena.warehouse.tensor import IncompleteTensorError
@@ -97,8 +97,8 @@ def run(
     options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
                                analyses, yes, by)
 
-    from eqarena.tasks.bootstrap_plan import planned_main_job_workers
-    from eqarena.tasks.parallel import workers_ahead
+    from eqarena.runtime.worker_count import planned_main_job_workers
+    from eqarena.runtime.worker_pool import workers_ahead
 
     with cli_errors(*main_job_errors()), workers_ahead(planned_main_job_workers(options)):
         summary = run_pipeline("run", options, db_option(db))

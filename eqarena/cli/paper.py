@@ -20,7 +20,7 @@ def toys() -> None:
     and CCE with the affinity and uniform targets and under deviation ratings, then which methods keep
     the original actions' ratings when an action is cloned. Both games are symmetric, so the column
     player's numbers are the same."""
-    from eqarena.solvers.toy_tables import toy_tables
+    from eqarena.solvers.toys.tables import toy_tables
 
     rows, checks = toy_tables()
     console = Console()

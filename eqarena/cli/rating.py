@@ -98,8 +98,8 @@ def rate(
                            prompt_groups=prompt_groups.value, bootstrap_time=bootstrap_time,
                            dask_address=dask_address)
     options = replace(options, dataset=checked_dataset(dataset, db))
-    from eqarena.tasks.bootstrap_plan import planned_bootstrap_workers
-    from eqarena.tasks.parallel import workers_ahead
+    from eqarena.runtime.worker_count import planned_bootstrap_workers
+    from eqarena.runtime.worker_pool import workers_ahead
 
     with workers_ahead(planned_bootstrap_workers(options)):  # they import while the pipeline's modules load
         from eqarena.warehouse.tensor import IncompleteTensorError

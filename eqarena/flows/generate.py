@@ -11,7 +11,7 @@ nothing twice.
 from prefect import flow
 
 from eqarena.generation.setup import GenerateOutcome, prepare_generation
-from eqarena.judge.budget import Budget
+from eqarena.llm.budget import Budget
 from eqarena.options import GenerateOptions, as_parameters
 from eqarena.orchestration.runtime import generate_run_name
 from eqarena.tasks.generate import GenerateSession, generate_message

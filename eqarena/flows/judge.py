@@ -10,7 +10,7 @@ process keeps dispatching, rate-limiting and writing them (eqarena/judge/dask_ca
 
 from prefect import flow
 
-from eqarena.judge.budget import Budget
+from eqarena.llm.budget import Budget
 from eqarena.judge.runner import RunStats
 from eqarena.judge.setup import JudgeOutcome, prepare_judge
 from eqarena.options import JudgeOptions, as_parameters

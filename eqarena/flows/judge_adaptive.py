@@ -1,7 +1,7 @@
 """Flow `judge-adaptive` (`eqarena judge --adaptive`): judge only the cells that matter for the NE ranking.
 
     read inputs -> held judgments of this judge + template -> rounds of adaptive judging
-    (eqarena/solvers/adaptive.py: selection, rating, stop rule) -> runs row
+    (eqarena/solvers/sparse/adaptive.py: selection, rating, stop rule) -> runs row
 """
 
 from prefect import flow

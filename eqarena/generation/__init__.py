@@ -1,8 +1,8 @@
 """Answers of a model to a dataset's prompts (`eqarena generate`), for the judge to compare: the plan of
 the prompts still unanswered (`plan`), the checks every run starts with (`setup`) and the rate-limited
 runner that stores each answer as it arrives (`runner`), or Batch API jobs (`batch`, on the judge's
-plumbing in eqarena/judge/batch_api.py). Providers, limits, retries and caps are the
-judge's (eqarena/judge/providers.py, eqarena/judge/calls.py). The pipeline's steps are in
+plumbing in eqarena/llm/batch_api.py). Providers, limits, retries and caps are the
+judge's (eqarena/llm/providers.py, eqarena/llm/calls.py). The pipeline's steps are in
 `eqarena.tasks.generate`, the flow in `eqarena.flows.generate`.
 
 Import from the submodules: this package imports nothing itself, so that planning a run (`eqarena

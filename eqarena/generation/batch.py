@@ -1,7 +1,7 @@
 """Answers through the OpenAI Batch API (`generate --batch`, half price, within 24 h): a job's lines
 (one chat-completions body per prompt, custom_id naming the prompt) and the import of its answers into
 `responses` as the live runner stores them. Upload, create, poll, download and resume are the judge's
-(eqarena/judge/batch_api.py); jobs are recorded in eqarena/warehouse/generate_batches.py. A failed line
+(eqarena/llm/batch_api.py); jobs are recorded in eqarena/warehouse/generate_batches.py. A failed line
 or an empty answer is counted and not stored: the next run asks again.
 """
 
@@ -16,8 +16,8 @@ import duckdb
 
 from eqarena.generation.plan import AnswerRequest, answer_messages
 from eqarena.generation.runner import EMPTY_ANSWER
-from eqarena.judge.batch_api import TERMINAL, BatchAPIJobs, BatchSettings, record_completion
-from eqarena.judge.providers import Provider
+from eqarena.llm.batch_api import TERMINAL, BatchAPIJobs, BatchSettings, record_completion
+from eqarena.llm.providers import Provider
 from eqarena.options import GenerationOptions
 from eqarena.warehouse.generate_batches import (
     GenerateBatchJob,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import duckdb
 
 from eqarena.judge.inputs import PlanError, choose_prompts, read_prompt_texts
-from eqarena.judge.pricing import Price, estimate_message_tokens
+from eqarena.llm.pricing import Price, estimate_message_tokens
 from eqarena.warehouse.generate_batches import pending_prompts
 from eqarena.warehouse.responses import answered_prompts
 

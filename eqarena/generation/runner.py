@@ -1,5 +1,5 @@
 """Asking a model for its answers: one request per planned prompt, through the limits, retries and caps
-every provider run shares (eqarena/judge/calls.py), each answer handed at once to the warehouse write
+every provider run shares (eqarena/llm/calls.py), each answer handed at once to the warehouse write
 buffer. A request that fails for good, or returns no text, is counted and not stored: the next run asks
 again. A 401/403/404, or a refused connection before the model has answered once, stops the run.
 """
@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from eqarena.generation.plan import AnswerRequest, answer_messages
-from eqarena.judge.budget import Budget
-from eqarena.judge.calls import CallStats, ProviderRequests
-from eqarena.judge.pricing import Price
-from eqarena.judge.progress import JudgeProgress
-from eqarena.judge.providers import Provider
+from eqarena.llm.budget import Budget
+from eqarena.llm.calls import CallStats, ProviderRequests
+from eqarena.llm.pricing import Price
+from eqarena.llm.progress import JudgeProgress
+from eqarena.llm.providers import Provider
 from eqarena.options import GenerationOptions, RetryPolicy, RunLimits
 from eqarena.warehouse.responses import ResponseRow, ResponseWriter
 

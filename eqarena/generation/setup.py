@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from eqarena.generation.plan import AnswerPlanSummary
 from eqarena.generation.runner import AnswerStats
-from eqarena.judge.pricing import Price, run_price
-from eqarena.judge.providers import LIVE_PROVIDERS, JudgeSpec, parse_judge_spec
+from eqarena.llm.pricing import Price, run_price
+from eqarena.llm.providers import LIVE_PROVIDERS, JudgeSpec, parse_judge_spec
 from eqarena.options import GenerateOptions
 
 MODEL_OPTION = "--model"  # the flag provider specs come from, in error messages

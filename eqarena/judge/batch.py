@@ -1,6 +1,6 @@
 """Judging through the OpenAI Batch API (half price, results within 24 h): the judge's request lines and
 the import of their verdicts; uploading, creating, polling, downloading and resuming are shared with
-`generate --batch` (eqarena/judge/batch_api.py). Jobs are recorded in eqarena/warehouse/judge_batches.py.
+`generate --batch` (eqarena/llm/batch_api.py). Jobs are recorded in eqarena/warehouse/judge_batches.py.
 While a job is open its samples count as pending in the plan, so they are never asked for twice.
 """
 
@@ -12,9 +12,9 @@ from typing import Callable, Mapping, Sequence
 
 import duckdb
 
-from eqarena.judge.batch_api import TERMINAL, BatchAPIJobs, BatchSettings, record_completion
+from eqarena.llm.batch_api import TERMINAL, BatchAPIJobs, BatchSettings, record_completion
 from eqarena.judge.plan import PlannedRequest
-from eqarena.judge.providers import OpenAIProvider
+from eqarena.llm.providers import OpenAIProvider
 from eqarena.judge.rows import RowContext, error_rows, sample_rows
 from eqarena.judge.templates import Template
 from eqarena.options import GenerationOptions

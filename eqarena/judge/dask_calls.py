@@ -38,7 +38,7 @@ of the failure, already scrubbed of keys); the flow process turns it into `judgm
 same functions as the default runner and commits them as they arrive, so a killed run loses at most
 the calls in flight and a re-run plans only what is missing.
 
-Secrets: a worker makes its provider with `make_provider`, which reads the API key from the
+Secrets: a worker makes its provider with `make_judge_provider`, which reads the API key from the
 *worker's* environment. Task arguments (spec without key, messages, sample count, options, timeout),
 hence the Dask task graph, logs and rows, never hold a key. A LocalCluster's workers inherit the flow
 process's environment; workers of a cluster given by `--dask-address` need OPENAI_API_KEY /
@@ -59,15 +59,15 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from eqarena.judge.providers import (
+from eqarena.llm.providers import (
     Completion,
     JudgeSpec,
     JudgeSpecError,
     Messages,
     Provider,
-    make_provider,
     retry_after_seconds,
 )
+from eqarena.judge.judges import make_judge_provider
 from eqarena.options import GenerationOptions, RunnerOptions
 
 # ---------------------------------------------------------------- worker side
@@ -116,7 +116,7 @@ def _worker_provider(spec: JudgeSpec, timeout_s: float) -> Provider:
     with _calls_lock:
         key = (spec, timeout_s)
         if key not in _providers:
-            _providers[key] = make_provider(spec, timeout_s=timeout_s)  # the key: this worker's environment
+            _providers[key] = make_judge_provider(spec, timeout_s=timeout_s)  # the key: this worker's environment
         return _providers[key]
 
 
@@ -241,7 +241,7 @@ def dask_provider(spec: JudgeSpec, *, timeout_s: float, address: str | None = No
     if address:
         runner = DaskTaskRunner(address=address)
     else:
-        make_provider(spec, timeout_s=timeout_s)  # a missing key fails here, before a cluster starts
+        make_judge_provider(spec, timeout_s=timeout_s)  # a missing key fails here, before a cluster starts
         runner = DaskTaskRunner(cluster_kwargs=dict(
             n_workers=workers, threads_per_worker=max(1, math.ceil(concurrency / workers)), processes=True,
             dashboard_address=":0", silence_logs=logging.WARNING))

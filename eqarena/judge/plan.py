@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import duckdb
 
 from eqarena.judge.inputs import JudgeInputs, PlanError
-from eqarena.judge.pricing import Price, estimate_message_tokens
+from eqarena.llm.pricing import Price, estimate_message_tokens
 from eqarena.judge.templates import Template
 from eqarena.warehouse.judgments import CellState, cell_states
 

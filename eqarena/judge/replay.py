@@ -19,8 +19,8 @@ import hashlib
 from dataclasses import dataclass, field
 
 from eqarena import warehouse
-from eqarena.judge.pricing import estimate_message_tokens, estimate_tokens
-from eqarena.judge.providers import (
+from eqarena.llm.pricing import estimate_message_tokens, estimate_tokens
+from eqarena.llm.providers import (
     Completion,
     GenerationOptions,
     JudgeSpec,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from eqarena.judge.providers import Completion
+from eqarena.llm.providers import Completion
 from eqarena.judge.templates import Template
 from eqarena.judge.verdict import parse_verdict
 from eqarena.warehouse.judgments import JudgmentRow

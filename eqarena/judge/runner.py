@@ -1,6 +1,6 @@
 """Running planned judge requests: every returned judgment is handed at once to the warehouse write
 buffer; unparseable verdicts are asked again within the cell's allowance. Limits, retries, caps and
-the rule that stops a run are shared with answer generation (eqarena/judge/calls.py).
+the rule that stops a run are shared with answer generation (eqarena/llm/calls.py).
 
 One `JudgeRunner` serves a whole flow run; the flow's chunk tasks call `judge(requests)` on it
 concurrently, so the limits, caps and buffer are shared.
@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from eqarena.judge.budget import Budget
-from eqarena.judge.calls import CallStats, ProviderRequests
+from eqarena.llm.budget import Budget
+from eqarena.llm.calls import CallStats, ProviderRequests
 from eqarena.judge.plan import PlannedRequest
-from eqarena.judge.pricing import Price
-from eqarena.judge.progress import JudgeProgress
-from eqarena.judge.providers import Completion, Provider
+from eqarena.llm.pricing import Price
+from eqarena.llm.progress import JudgeProgress
+from eqarena.llm.providers import Completion, Provider
 from eqarena.judge.rows import RowContext, error_rows, sample_rows
 from eqarena.judge.templates import Template
 from eqarena.options import GenerationOptions, RetryPolicy, RunLimits

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eqarena.judge.plan import PlanSummary
-from eqarena.judge.pricing import Price, run_price
-from eqarena.judge.providers import JudgeSpec, parse_judge_spec
+from eqarena.llm.pricing import Price, run_price
+from eqarena.llm.providers import JudgeSpec, parse_judge_spec
 from eqarena.judge.runner import RunStats
 from eqarena.judge.templates import Template, load_template
 from eqarena.options import JudgeOptions, Runner

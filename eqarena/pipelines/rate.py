@@ -15,8 +15,8 @@ from eqarena.orchestration.runtime import publish_ratings
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import run_logger
 from eqarena.tasks.assemble import assemble
-from eqarena.tasks.bootstrap_plan import chosen_methods, planned_bootstrap_workers
-from eqarena.tasks.parallel import prewarm_workers, release_prewarmed
+from eqarena.runtime.worker_count import chosen_methods, planned_bootstrap_workers
+from eqarena.runtime.worker_pool import prewarm_workers, release_prewarmed
 from eqarena.tasks.rate_groups import rate_groups
 from eqarena.tasks.rate import (
     bootstrap_equilibria,
@@ -58,7 +58,7 @@ def rate(options: RateOptions, db: str | None = None,
     """Rate the models and prompts of `options.dataset` from the pooled judgments of `options.judges`
     by each of `options.methods` (the method registry's names) and store everything under a new run_id.
     The bootstrap (`options.bootstrap`) gives every equilibrium method's intervals and rank
-    probabilities, over prompts and over judge samples (eqarena/solvers/bootstrap.py).
+    probabilities, over prompts and over judge samples (eqarena/solvers/bootstrap/confidence.py).
     on_solved: called with what the full data solved, before the bootstrap (the main job starts its
     analyses there, on a background thread, and writes them once the run is written)."""
     methods = chosen_methods(options)

@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 from eqarena import options as opts
 from eqarena.methods import parse_methods
 from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters, is_recorded_judge
-from eqarena.orchestration.background import in_background
+from eqarena.runtime.background import in_background
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import in_flow_run, run_logger
 from eqarena.pipelines.analyze import ComputedAnalysis, analyze_clones, analyze_risk, clones_of, risk_of, write_computed
@@ -29,8 +29,8 @@ from eqarena.pipelines.ingest import ingest
 from eqarena.pipelines.rate import SolvedRun, rate
 from eqarena.tasks.analysis_io import best_king, king_rows, unwritten_marginals, unwritten_rate_game
 from eqarena.tasks.main_job import check_judge_plan, main_job_judge
-from eqarena.tasks.parallel import kept_workers, prewarm_workers, release_prewarmed
-from eqarena.tasks.bootstrap_plan import planned_main_job_workers
+from eqarena.runtime.worker_pool import kept_workers, prewarm_workers, release_prewarmed
+from eqarena.runtime.worker_count import planned_main_job_workers
 from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
 

@@ -6,18 +6,15 @@
 
 from __future__ import annotations
 
-from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from eqarena import warehouse
 from eqarena.report.simulation_page import write_page
 from eqarena.options import PathSizes
 from eqarena.tasks.runs import RunLog
-from eqarena.tasks.simulation import EntropyDifference, FinalEntropy, run_trials, steps_frame, summarise
-from eqarena.warehouse.simulations import write_simulation
-from eqarena.warehouse.snapshot import publish_snapshot
+from eqarena.solvers.analyses.improvement_summary import EntropyDifference, FinalEntropy
+from eqarena.tasks.simulation import run_trials, steps_frame, store_simulation, summarise
 
 KIND = "improvement-path"
 
@@ -49,7 +46,5 @@ def simulate_improvement_path(methods: list[str], settings: list[str], sizes: Pa
             page = write_page(Path(out) / f"improvement-path-{log.run_id}.html", log.run_id, parameters, frame,
                               finals, differences, list(methods), list(settings))
         run = log.record(message=f"{len(results)} trials of {sizes.iterations} iterations; page {page}")
-        with closing(warehouse.connect(db)) as con:
-            write_simulation(con, run, KIND, frame)
-            publish_snapshot(con)
+        store_simulation(db, run, KIND, frame)
     return SimulationResult(run.run_id, page, finals, differences, sum(run.timings.values()))

@@ -1,6 +1,6 @@
 """Where the report's static figures are drawn: here, one after another (the default), or also by helper
 processes, which start on them while this one assembles the rest of the page (`drawn_by(pool)`;
-`eqarena run` lends its bootstrap's worker processes, idle by then: `tasks.parallel.kept_workers`).
+`eqarena run` lends its bootstrap's worker processes, idle by then: `runtime.worker_pool.kept_workers`).
 
 A section asks for a figure with `figure_uri(make, *args)`: `make` is a module-level function that
 returns a matplotlib Figure (so a helper process can call it by reference) and `args` its picklable

@@ -52,7 +52,7 @@ def rank_comparison(models: Sequence[str], ranks: Mapping[str, Mapping[str, int]
 def bt_intervals(models: Sequence[str], elo: np.ndarray, lo: np.ndarray, hi: np.ndarray, method: str = "bt",
                  label: str = "Bradley-Terry") -> Figure:
     """Ratings with their bootstrap intervals, best on top (a model-rating method's); each interval holds its
-    rating (`solvers.intervals`)."""
+    rating (`solvers.bootstrap.intervals`)."""
     order = np.argsort(elo)
     fig, ax = plt.subplots(figsize=(6.5, 0.8 + 0.4 * len(models)))
     y = np.arange(len(models))

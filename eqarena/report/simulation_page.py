@@ -10,7 +10,7 @@ import polars as pl
 
 from eqarena.report.figures import data_uri
 from eqarena.report.simulation_figures import entropy_curves, path_heatmaps
-from eqarena.tasks.simulation import EntropyDifference, FinalEntropy
+from eqarena.solvers.analyses.improvement_summary import EntropyDifference, FinalEntropy
 
 _STYLE = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;color:#222}"
           "table{border-collapse:collapse}td,th{padding:.25em .8em;border-bottom:1px solid #ddd;text-align:right}"

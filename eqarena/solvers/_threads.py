@@ -4,7 +4,7 @@ Below about a million payoff entries a pass takes well under a millisecond: one 
 and avoids OpenBLAS's thread spinning when the machine is busy. Above it the passes are memory-bound
 streams that a second thread speeds up (measured on 2 cores, one pass of u @ x and x @ u: 1.9x at
 100 x 200 x 200, 1.4x at 805 x 200 x 200; 1.0x at 100 x 65 x 65). Worker processes are limited to one
-thread on their own (`tasks/parallel.py`). The libraries are looked up once per process:
+thread on their own (`runtime/worker_pool.py`). The libraries are looked up once per process:
 `threadpool_limits` would search them on every call (milliseconds, more than a small solve)."""
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import numpy as np
 from eqarena import warehouse
 from eqarena.options import ALL_PRD, PRD_PREFIX, MissingPolicy, RateOptions
 from eqarena.orchestration.steps import step
-from eqarena.solvers.group_game import GroupReplicates
-from eqarena.solvers.imputation import ImputationError, impute_payoffs
+from eqarena.solvers.sparse.group_game import GroupReplicates
+from eqarena.solvers.sparse.imputation import ImputationError, impute_payoffs
 from eqarena.tasks.assemble_groups import assemble_group_game, choose_grouping
 from eqarena.warehouse.prompt_groups import PromptGroup, check_group, dataset_groups
 from eqarena.warehouse.tensor import (
@@ -107,7 +107,7 @@ def assemble_group(con, options: RateOptions, group: PromptGroup | None) -> Asse
 
 def impute(raw: PayoffTensor) -> tuple[PayoffTensor, Dropped]:
     """`--missing impute`: every uncovered cell gets the pair's prompt-wise Bradley-Terry prediction
-    (solvers.imputation); judged cells keep their means. The tensor is marked with what was imputed."""
+    (solvers.sparse.imputation); judged cells keep their means. The tensor is marked with what was imputed."""
     P, M, _ = raw.shape
     if P == 0 or M < 2:
         apply_missing_policy(raw, "refuse")  # raises: a game needs a prompt and two models

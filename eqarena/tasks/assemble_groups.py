@@ -10,7 +10,7 @@ import numpy as np
 
 from eqarena.options import PromptActions, RateOptions
 from eqarena.orchestration.progress import say
-from eqarena.solvers.group_game import GroupBattles, GroupCells, GroupReplicates
+from eqarena.solvers.sparse.group_game import GroupBattles, GroupCells, GroupReplicates
 from eqarena.warehouse.group_battles import (
     AUTO_ORDER,
     CellCoverage,
@@ -98,7 +98,7 @@ class AssembledGroups:
 
 
 def assemble_group_game(con, options: RateOptions, judges: list[str], choice: GroupChoice) -> AssembledGroups:
-    """The group game of `judges` on `options.dataset` under `choice` (solvers.group_game)."""
+    """The group game of `judges` on `options.dataset` under `choice` (solvers.sparse.group_game)."""
     read = read_group_battles(con, options.dataset, judges, choice.grouping)
     if len(read.models) < 2:
         raise IncompleteTensorError(f"dataset {options.dataset!r} has {len(read.models)} judged model(s) for judge(s) "

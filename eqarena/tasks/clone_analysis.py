@@ -8,7 +8,7 @@ import polars as pl
 
 from eqarena.options import CloneOptions
 from eqarena.orchestration.steps import step
-from eqarena.solvers.clones import (
+from eqarena.solvers.analyses.clones import (
     CloneOutcome,
     clone_experiment,
     clone_prompt_ids,

@@ -20,11 +20,11 @@ from eqarena.generation.batch import AnswerJobResult, BatchGenerator
 from eqarena.generation.plan import AnswerPlan, AnswerRequest, plan_answers
 from eqarena.generation.runner import AnswerRunner, AnswerStats
 from eqarena.generation.setup import MODEL_OPTION, GenerateSetup
-from eqarena.judge.batch_api import BatchSettings
-from eqarena.judge.budget import Budget
+from eqarena.llm.batch_api import BatchSettings
+from eqarena.llm.budget import Budget
 from eqarena.judge.inputs import read_prompt_texts
-from eqarena.judge.progress import JudgeProgress
-from eqarena.judge.providers import JudgeUnreachableError, OpenAIProvider, Provider, make_provider
+from eqarena.llm.progress import JudgeProgress
+from eqarena.llm.providers import JudgeUnreachableError, OpenAIProvider, Provider, make_provider
 from eqarena.options import GenerateOptions
 from eqarena.tasks.chunks import run_chunks
 from eqarena.tasks.runs import outcome_head

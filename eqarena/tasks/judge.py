@@ -15,12 +15,13 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from eqarena.judge.batch import BatchJudge, BatchSettings, JobResult
-from eqarena.judge.budget import Budget
+from eqarena.llm.budget import Budget
 from eqarena.judge.dask_calls import dask_provider
 from eqarena.judge.inputs import JudgeInputs, read_inputs
 from eqarena.judge.plan import JudgePlan, PlannedRequest, plan_missing
-from eqarena.judge.progress import JudgeProgress
-from eqarena.judge.providers import JudgeUnreachableError, Provider, make_provider
+from eqarena.llm.progress import JudgeProgress
+from eqarena.judge.judges import make_judge_provider
+from eqarena.llm.providers import JudgeUnreachableError, Provider
 from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.judge.setup import JudgeSetup
 from eqarena.options import JudgeOptions, Runner
@@ -111,7 +112,7 @@ class JudgeSession(WarehouseSession):
             with dask_provider(spec, timeout_s=options.retry.timeout_s, address=options.runner.dask_address,
                                workers=options.runner.dask_workers, concurrency=options.limits.concurrency) as provider:
                 return asyncio.run(self._judge_live(provider, plan, run_id, budget, progress)), ()
-        provider = make_provider(spec, timeout_s=options.retry.timeout_s)
+        provider = make_judge_provider(spec, timeout_s=options.retry.timeout_s)
         return asyncio.run(self._judge_live(provider, plan, run_id, budget, progress)), ()
 
     async def _judge_live(self, provider: Provider, plan: JudgePlan, run_id: str, budget: Budget,
@@ -140,7 +141,7 @@ class JudgeSession(WarehouseSession):
         """Batch rounds: unparseable verdicts come back with a job; the next round asks for them again."""
         stats, jobs, remaining = RunStats(), (), plan
         for _ in range(BATCH_ROUNDS):
-            provider = make_provider(self.setup.spec, timeout_s=self.options.retry.timeout_s)
+            provider = make_judge_provider(self.setup.spec, timeout_s=self.options.retry.timeout_s)
             new_jobs, round_stats = asyncio.run(self._batch_round(provider, remaining, run_id, budget))
             jobs += new_jobs
             add_stats(stats, round_stats)

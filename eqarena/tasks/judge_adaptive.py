@@ -2,7 +2,7 @@
 and template as cell statistics, a judge step that sends each round's requests (one sample per order
 of each chosen cell) through the JudgeRunner and reads the scores back, and the run's outcome.
 
-The selection, rating (missing cells imputed explicitly) and stop rule are eqarena/solvers/adaptive.py's.
+The selection, rating (missing cells imputed explicitly) and stop rule are eqarena/solvers/sparse/adaptive.py's.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
 
-from eqarena.judge.budget import Budget
+from eqarena.llm.budget import Budget
 from eqarena.judge.plan import PlannedRequest
-from eqarena.judge.pricing import estimate_message_tokens
-from eqarena.judge.providers import make_provider
+from eqarena.llm.pricing import estimate_message_tokens
+from eqarena.judge.judges import make_judge_provider
 from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.options import AdaptiveOptions, GenerationOptions, RunLimits
-from eqarena.solvers.adaptive import AdaptiveResult, CellStats, adaptive_judging
+from eqarena.solvers.sparse.adaptive import AdaptiveResult, CellStats, adaptive_judging
 from eqarena.tasks.judge import JudgeSession, add_stats
 from eqarena.tasks.runs import RunLog
 from eqarena.warehouse.judgments import JudgmentWriter, read_samples
@@ -43,14 +43,14 @@ class AdaptiveOutcome:
 
 class AdaptiveJudge:
     """The warehouse side of adaptive judging for one session: held judgments as CellStats, and the
-    `judge(requests) -> scores` step `solvers.adaptive.adaptive_judging` calls each round."""
+    `judge(requests) -> scores` step `solvers.sparse.adaptive.adaptive_judging` calls each round."""
 
     def __init__(self, session: JudgeSession, run_id: str):
         self.session, self.run_id = session, run_id
         self.prompt_ids, self.model_ids = list(session.inputs.prompts), list(session.inputs.models)
         self.stats = RunStats()
         self.budget = Budget(max_samples=session.options.caps.max_calls)
-        self.provider = make_provider(session.setup.spec, timeout_s=session.options.retry.timeout_s)
+        self.provider = make_judge_provider(session.setup.spec, timeout_s=session.options.retry.timeout_s)
         # One event loop for every round: the provider's HTTP client belongs to the loop it first ran on.
         self._loop = asyncio.Runner()
         self._next_index: dict[tuple[str, str, str], int] = {}
@@ -113,7 +113,7 @@ class AdaptiveJudge:
 
 @task(name="judge_adaptively", cache_policy=NONE)
 def judge_adaptively(session: JudgeSession, log: RunLog) -> AdaptiveOutcome:
-    """Run `solvers.adaptive.adaptive_judging` through the session's judge, then record the run's row
+    """Run `solvers.sparse.adaptive.adaptive_judging` through the session's judge, then record the run's row
     (failed ones too, with what they did)."""
     judge = AdaptiveJudge(session, log.run_id)
     options = session.options.adaptive or AdaptiveOptions()

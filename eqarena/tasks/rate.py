@@ -15,17 +15,17 @@ from eqarena.methods import RatingMethod, get_method
 from eqarena.options import BootstrapOptions, RateOptions
 from eqarena.orchestration.progress import say
 from eqarena.orchestration.steps import step
-from eqarena.solvers.bootstrap import SCHEMES, Settling, bootstrap_ratings
-from eqarena.solvers.contributions import contributions
-from eqarena.solvers.games import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
-from eqarena.solvers.group_game import GroupReplicates
-from eqarena.solvers.imputed_share import imputed_shares
+from eqarena.solvers.bootstrap.confidence import SCHEMES, Settling, bootstrap_ratings
+from eqarena.solvers.analyses.contributions import contributions
+from eqarena.solvers.games.normal_form import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
+from eqarena.solvers.sparse.group_game import GroupReplicates
+from eqarena.solvers.sparse.imputed_share import imputed_shares
 from eqarena.datasets.records import DatasetError
-from eqarena.solvers.style_features import battle_style_features
-from eqarena.solvers.win_rate import most_compared
-from eqarena.tasks.bootstrap_plan import bootstrap_workers
-from eqarena.tasks.dask_replicates import dask_map
-from eqarena.tasks.parallel import process_map
+from eqarena.solvers.pairwise.style_features import battle_style_features
+from eqarena.solvers.pairwise.win_rate import most_compared
+from eqarena.runtime.worker_count import bootstrap_workers
+from eqarena.runtime.dask_pool import dask_map
+from eqarena.runtime.worker_pool import process_map
 from eqarena.warehouse.catalog import dataset_response_texts
 from eqarena.warehouse.category_ratings import GroupRecord
 from eqarena.warehouse.ratings import EquilibriumRecord, IntervalRecord, MethodRatings, write_rate_run
@@ -53,7 +53,7 @@ def method_battles(db: str | None, tensor: PayoffTensor, battles: dict[str, np.n
                    methods: tuple[str, ...]) -> dict[str, np.ndarray]:
     """`battles` with what the chosen methods need beyond them: the `winrate` baseline's index
     (`options.baseline`; default: the model in the most judgments) and, for `bt-style`, the style
-    features of each judgment's two answers (solvers.style_features, from the stored responses)."""
+    features of each judgment's two answers (solvers.pairwise.style_features, from the stored responses)."""
     out = dict(battles)
     if "winrate" in methods and len(battles.get("score", ())):
         if options.baseline is not None:
@@ -133,12 +133,12 @@ def solved_twin(tensor: PayoffTensor, name: str, solved: list[Solved]) -> Solved
 
 def _same_targets(game, a: str, b: str) -> bool:
     """Whether selection targets `a` and `b` resolve to the same distributions on `game`
-    (`solvers.entropy.affinity_is_uniform`)."""
+    (`solvers.games.entropy.affinity_is_uniform`)."""
     if a == b:
         return True
     if {a, b} != {"affinity", "uniform"}:
         return False
-    from eqarena.solvers.entropy import affinity_is_uniform
+    from eqarena.solvers.games.entropy import affinity_is_uniform
 
     return affinity_is_uniform(game)
 
@@ -188,7 +188,7 @@ def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
 def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], solved: list[Solved],
                          options: BootstrapOptions, progress: Callable[[int], None] | None = None,
                          source: GroupReplicates | None = None) -> tuple[list[IntervalRecord], dict]:
-    """Bootstrap confidence of every solved equilibrium method's model ratings (solvers.bootstrap):
+    """Bootstrap confidence of every solved equilibrium method's model ratings (solvers.bootstrap.confidence):
     each replicate's game re-solved exactly, over prompts and over judge samples within cells, until
     the intervals settle (`options.settle`) or `options.replicates` are done. A prompt-group game
     (`source`) resamples the log's prompts and refits its groups ("prompts" only).

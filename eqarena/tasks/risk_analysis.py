@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 
 from eqarena.orchestration.steps import step
-from eqarena.solvers.risk import DEFAULT_TOL as EQUILIBRIUM_TOL
-from eqarena.solvers.risk import (
+from eqarena.solvers.analyses.risk import DEFAULT_TOL as EQUILIBRIUM_TOL
+from eqarena.solvers.analyses.risk import (
     DiverseNash,
     RiskDominance,
     diverse_nash,

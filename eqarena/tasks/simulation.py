@@ -1,4 +1,4 @@
-"""Running improvement-path trials (Algorithm 1, eqarena/solvers/improvement_path.py) over methods,
+"""Running improvement-path trials (Algorithm 1, eqarena/solvers/analyses/improvement_path.py) over methods,
 settings and trials, in worker processes; their steps as one polars frame; and the final-entropy
 summary (bootstrap over trials, paired elo - ne differences)."""
 
@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import polars as pl
 
-from eqarena.solvers.improvement_path import PathSizes, PathStep, improvement_path, rater
-from eqarena.solvers.improvement_summary import Interval, bootstrap_mean, difference_sentence, paired_difference
+from eqarena import warehouse
+
+from eqarena.solvers.analyses.improvement_path import PathSizes, PathStep, improvement_path, rater
+from eqarena.warehouse.runs import RunRecord
+from eqarena.warehouse.simulations import write_simulation
+from eqarena.warehouse.snapshot import publish_snapshot
+from eqarena.solvers.analyses.improvement_summary import (
+    EntropyDifference,
+    FinalEntropy,
+    bootstrap_mean,
+    difference_sentence,
+    paired_difference,
+)
 
 Job = tuple[str, str, int]  # (method, setting, trial)
 
@@ -71,28 +83,6 @@ def steps_frame(results: dict[Job, list[PathStep]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
-@dataclass(frozen=True)
-class FinalEntropy:
-    """Mean final skill entropies of one method in one setting, with bootstrap intervals over trials."""
-
-    method: str
-    setting: str
-    prompt: Interval
-    model: Interval
-
-
-@dataclass(frozen=True)
-class EntropyDifference:
-    """first - second in final skill entropy (paired by trial), with its interval and a sentence."""
-
-    first: str
-    second: str
-    setting: str
-    what: str  # "model" or "prompt"
-    difference: Interval
-    sentence: str
-
-
 def final_values(frame: pl.DataFrame, method: str, setting: str, column: str) -> list[float]:
     """The per-trial value of `column` at the last iteration, in trial order."""
     rows = frame.filter((pl.col("method") == method) & (pl.col("setting") == setting))
@@ -118,3 +108,11 @@ def summarise(frame: pl.DataFrame, methods: list[str], settings: list[str], seed
                 differences.append(EntropyDifference(first, other, s, what, d,
                                                      f"{s} prompts: " + difference_sentence(first, other, what, d)))
     return finals, differences
+
+
+def store_simulation(db: str | None, run: RunRecord, kind: str, frame: pl.DataFrame) -> None:
+    """Write a simulation run's steps (simulation_runs, simulation_steps) in one transaction and publish the
+    readers' snapshot."""
+    with closing(warehouse.connect(db)) as con:
+        write_simulation(con, run, kind, frame)
+        publish_snapshot(con)

@@ -57,7 +57,7 @@ class EquilibriumRecord:
 @dataclass(frozen=True, eq=False)
 class IntervalRecord:
     """Bootstrap confidence of one method's model ratings under one resampling scheme (M models):
-    full-data `rating`, interval lo / hi holding it (`solvers.intervals`) and `median`, rank_probabilities (M, M)
+    full-data `rating`, interval lo / hi holding it (`solvers.bootstrap.intervals`) and `median`, rank_probabilities (M, M)
     [model, rank - 1], top_k {1: (M,), 3: (M,)} = P(rank <= k)."""
 
     method: str

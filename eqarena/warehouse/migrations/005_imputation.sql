@@ -1,7 +1,7 @@
 -- eqarena warehouse, migration 005: ratings that rest on imputed payoffs (`rate --missing impute`).
 --
 -- payoffs.imputed: the cell lacked an ok judgment in at least one of the two orders (position balance
--- needs both); its u_king is the pair's prompt-wise Bradley-Terry prediction (eqarena/solvers/imputation.py),
+-- needs both); its u_king is the pair's prompt-wise Bradley-Terry prediction (eqarena/solvers/sparse/imputation.py),
 -- not a judged mean.
 -- ratings.imputed_share: the share of the rating's deviation payoff that comes from imputed cells,
 -- weighted by the equilibrium's distribution over the other players (0: rests on judged cells only;

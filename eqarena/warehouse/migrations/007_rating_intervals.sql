@@ -1,5 +1,5 @@
 -- eqarena warehouse, migration 007: bootstrap confidence of every equilibrium method's model ratings
--- (`eqarena rate --bootstrap N`, eqarena/solvers/bootstrap.py). One row per run, method, resampling scheme and
+-- (`eqarena rate --bootstrap N`, eqarena/solvers/bootstrap/confidence.py). One row per run, method, resampling scheme and
 -- model (and rank): the rows of a rate run are written in its one transaction.
 --
 -- scheme: 'prompts' (the prompts drawn with replacement) or 'judgments' (each cell's judge samples

@@ -1,0 +1,1 @@
+"""Ratings from pairwise comparisons alone: Bradley-Terry / Elo, win rate against a baseline, style control."""
