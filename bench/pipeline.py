@@ -43,8 +43,11 @@ def synthetic_rows(prompts: int, models: int, per_order: int, seed: int = 0) -> 
                 diff = strength[a] - strength[b] + 0.15 + rng.normal(0, 0.6, per_order)  # 0.15: position bias
                 scores = np.clip(np.round(diff), -2, 2) / 2
                 for k, s in enumerate(scores):
-                    rows.append(JudgmentRow(JUDGE, "t", DATASET, f"p{p:04d}", names[a], names[b], k, "ok",
-                                            verdict="x", score=float(s)))
+                    rows.append(
+                        JudgmentRow(
+                            JUDGE, "t", DATASET, f"p{p:04d}", names[a], names[b], k, "ok", verdict="x", score=float(s)
+                        )
+                    )
     return rows
 
 
@@ -94,12 +97,22 @@ def main() -> None:
         del rows
 
         tensor, t_assemble = timed(assemble_tensor, con, DATASET, [JUDGE])
-        results.append(("assemble u_king (DuckDB, vectorised)", t_assemble,
-                        f"{tensor.shape[0]}x{tensor.shape[1]}x{tensor.shape[2]}, complete={tensor.complete}"))
+        results.append(
+            (
+                "assemble u_king (DuckDB, vectorised)",
+                t_assemble,
+                f"{tensor.shape[0]}x{tensor.shape[1]}x{tensor.shape[2]}, complete={tensor.complete}",
+            )
+        )
         reference, t_reference = timed(reference_assembly, con, list(tensor.prompts), list(tensor.models))
         same = np.allclose(reference, tensor.u_king, atol=1e-12, equal_nan=True)
-        results.append(("assemble u_king (Python-loop reference)", t_reference,
-                        f"equal={same}; vectorised is {t_reference / t_assemble:.1f}x faster"))
+        results.append(
+            (
+                "assemble u_king (Python-loop reference)",
+                t_reference,
+                f"equal={same}; vectorised is {t_reference / t_assemble:.1f}x faster",
+            )
+        )
         (complete, dropped), seconds = timed(apply_missing_policy, tensor, "refuse")
         results.append(("coverage check", seconds, dropped.summary()))
         battles, seconds = timed(read_battles, con, complete)
@@ -114,23 +127,44 @@ def main() -> None:
             out, seconds = timed(rate_method.fn, complete, battles, method, 0, 0)
             solved.append(out)
             eq = out.equilibrium
-            results.append((f"{method} (affinity target) + contributions", seconds,
-                            f"exploitability {eq.exploitability:.1e}, steps {eq.steps}"))
+            results.append(
+                (
+                    f"{method} (affinity target) + contributions",
+                    seconds,
+                    f"exploitability {eq.exploitability:.1e}, steps {eq.steps}",
+                )
+            )
 
         con = warehouse.connect(Path(tmp) / "bench.duckdb")
-        run = RunRecord(run_id="bench-run", kind="rate", started_at=datetime.now(timezone.utc),
-                        finished_at=datetime.now(timezone.utc), data_fingerprint=complete.fingerprint)
-        _, seconds = timed(write_rate_run, con, run, complete, tensor, dropped,
-                           [r for s in solved for r in s.ratings], [s.equilibrium for s in solved if s.equilibrium])
+        run = RunRecord(
+            run_id="bench-run",
+            kind="rate",
+            started_at=datetime.now(timezone.utc),
+            finished_at=datetime.now(timezone.utc),
+            data_fingerprint=complete.fingerprint,
+        )
+        _, seconds = timed(
+            write_rate_run,
+            con,
+            run,
+            complete,
+            tensor,
+            dropped,
+            [r for s in solved for r in s.ratings],
+            [s.equilibrium for s in solved if s.equilibrium],
+        )
         payoff_rows = table_row_count(con, "payoffs")
         joint_rows = table_row_count(con, "equilibrium_joint")
         con.close()
-        results.append(("write run (one transaction)", seconds,
-                        f"{payoff_rows:,} payoff cells, {joint_rows:,} CCE joint cells"))
+        results.append(
+            ("write run (one transaction)", seconds, f"{payoff_rows:,} payoff cells, {joint_rows:,} CCE joint cells")
+        )
 
     width = max(len(name) for name, _, _ in results)
-    print(f"\neqarena pipeline benchmark: {args.prompts} prompts x {args.models} models x "
-          f"{2 * args.samples_per_order} samples per pair (jax {jax.__version__})")
+    print(
+        f"\neqarena pipeline benchmark: {args.prompts} prompts x {args.models} models x "
+        f"{2 * args.samples_per_order} samples per pair (jax {jax.__version__})"
+    )
     print(f"{'step'.ljust(width)}  {'seconds':>8}  notes")
     print(f"{'-' * width}  {'-' * 8}  {'-' * 40}")
     for name, seconds, note in results:

@@ -53,9 +53,9 @@ def main() -> None:
     import jax
     import threadpoolctl
 
+    from eqarena.runtime.worker_pool import _keep_freed_memory
     from eqarena.solvers import synthetic_king_tensor
     from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
-    from eqarena.runtime.worker_pool import _keep_freed_memory
 
     _keep_freed_memory()
     threadpoolctl.threadpool_limits(1)
@@ -65,8 +65,9 @@ def main() -> None:
     ne_total = sum(ne.values())
     factor_all, chord_all = call_costs(u, rows)
     factor_tier, chord_tier = call_costs(u, TIER_ROWS)
-    ne_bound = (counts["all_rows"] * factor_all + counts["kept_rows"] * factor_tier
-                + counts["chord_evaluations"] * chord_tier)
+    ne_bound = (
+        counts["all_rows"] * factor_all + counts["kept_rows"] * factor_tier + counts["chord_evaluations"] * chord_tier
+    )
 
     common = {"replicates": n, "seed": args.seed, "schemes": ("prompts",), "batched": False}
     bootstrap_ratings(u, ["cce"], **{**common, "replicates": 2, "seed": args.seed + 1})  # first-call costs
@@ -76,8 +77,10 @@ def main() -> None:
     cce_steps, kernels = cce_replicates(u, n, args.seed)
     cce_bound = cce_steps * sum(kernels.values())
 
-    print(f"bootstrap replicates of u_king {args.prompts} x {args.models} x {args.models} (prompts), {n} measured, "
-          f"one process; JAX platform {jax.default_backend()}, {os.cpu_count()} CPUs")
+    print(
+        f"bootstrap replicates of u_king {args.prompts} x {args.models} x {args.models} (prompts), {n} measured, "
+        f"one process; JAX platform {jax.default_backend()}, {os.cpu_count()} CPUs"
+    )
     print()
     header = f"{'per replicate':<64} {'ms':>9} {'count':>8}"
     print(header)
@@ -107,9 +110,11 @@ def main() -> None:
     print()
     per_worker = BOOTSTRAP_REPLICATES / args.workers
     print(f"{BOOTSTRAP_REPLICATES} NE + {BOOTSTRAP_REPLICATES} CCE replicates on {args.workers} workers, solving only:")
-    for label, seconds in (("as measured", ne_total + cce_seconds),
-                           ("NE's compiled trace + CCE's Newton kernels, nothing else", ne["trace"] + cce_bound),
-                           ("both at their arithmetic lower bounds", ne_bound + cce_bound)):
+    for label, seconds in (
+        ("as measured", ne_total + cce_seconds),
+        ("NE's compiled trace + CCE's Newton kernels, nothing else", ne["trace"] + cce_bound),
+        ("both at their arithmetic lower bounds", ne_bound + cce_bound),
+    ):
         print(f"  {label:<58} {seconds * per_worker:6.2f} s")
 
 
@@ -117,10 +122,10 @@ def ne_replicates(u, n: int, seed: int):
     """({part: seconds per replicate}, mean counters per replicate, padded rows) of n prompt replicates'
     NE on one lane, compiled first; parts: targets, trace, monitor, finish."""
     from eqarena.solvers.bootstrap.batched import lane_prompts
-    from eqarena.solvers.nash.batched import batched_nash
-    from eqarena.solvers.games.normal_form import koth_game
-    from eqarena.solvers.nash.limiting_logit import selection_targets
     from eqarena.solvers.bootstrap.replicates import prompt_replicate, replicate_game
+    from eqarena.solvers.games.normal_form import koth_game
+    from eqarena.solvers.nash.batched import batched_nash
+    from eqarena.solvers.nash.limiting_logit import selection_targets
 
     start = time.perf_counter()
     games, targets = [], []
@@ -137,8 +142,11 @@ def ne_replicates(u, n: int, seed: int):
         raise SystemExit("no replicate was solved on the lane")
     factorisations = np.mean([d["factorisations"] for d in solved])
     kept = np.mean([d["kept_row_attempts"] for d in solved])
-    counts = {"all_rows": factorisations - kept, "kept_rows": kept,
-              "chord_evaluations": np.mean([d["chord_evaluations"] for d in solved])}
+    counts = {
+        "all_rows": factorisations - kept,
+        "kept_rows": kept,
+        "chord_evaluations": np.mean([d["chord_evaluations"] for d in solved]),
+    }
     return {part: seconds / n for part, seconds in timings.items()}, counts, rows
 
 
@@ -146,10 +154,10 @@ def cce_replicates(u, n: int, seed: int) -> tuple[float, dict[str, float]]:
     """(Newton steps per replicate of n prompt replicates' CCE from the full data's multipliers, seconds of
     one Hessian, one joint and one gaps evaluation on the first replicate's game)."""
     from eqarena.methods import get_method
+    from eqarena.solvers.bootstrap.replicates import _distinct_game, prompt_replicate
     from eqarena.solvers.cce import dual
     from eqarena.solvers.cce.max_entropy import _WORKING_SET
     from eqarena.solvers.games.normal_form import koth_game
-    from eqarena.solvers.bootstrap.replicates import _distinct_game, prompt_replicate
 
     method = get_method("cce")
     full = method.equilibrium(koth_game(u)).multipliers
@@ -169,8 +177,11 @@ def cce_replicates(u, n: int, seed: int) -> tuple[float, dict[str, float]]:
     z = np.full(working + 2 * m, 0.01)
     _, x = oracle.value_joint(z)
     gaps = oracle.gaps(x)
-    kernels = {"Hessian": lambda: oracle.hessian(x, gaps), "joint (value and softmax)": lambda: oracle.value_joint(z),
-               "gaps evaluation": lambda: oracle.gaps(x)}
+    kernels = {
+        "Hessian": lambda: oracle.hessian(x, gaps),
+        "joint (value and softmax)": lambda: oracle.value_joint(z),
+        "gaps evaluation": lambda: oracle.gaps(x),
+    }
     return float(np.mean(steps)), {name: _best_of(kernel) for name, kernel in kernels.items()}
 
 
@@ -194,8 +205,8 @@ def call_costs(u, rows: int, repeats: int = 400) -> tuple[float, float]:
     import jax.numpy as jnp
     from jax import lax
 
-    from eqarena.solvers.nash.logit import _koth_chord_impl, _koth_factor_impl
     from eqarena.solvers._precision import float64
+    from eqarena.solvers.nash.logit import _koth_chord_impl, _koth_factor_impl
 
     m = u.shape[1]
     tensor = np.asarray(u[:rows], dtype=np.float64)
@@ -212,6 +223,7 @@ def call_costs(u, rows: int, repeats: int = 400) -> tuple[float, float]:
             def body(_, z):
                 _, correction, _, _, _, _ = _koth_factor_impl(z, jnp.asarray(row), *args, True, jnp)
                 return z + 1e-300 * correction
+
             return lax.fori_loop(0, repeats, body, z0)
 
         _, _, _, _, _, jac = _koth_factor_impl(jnp.asarray(z), jnp.asarray(row), *args, True, jnp)
@@ -220,6 +232,7 @@ def call_costs(u, rows: int, repeats: int = 400) -> tuple[float, float]:
             def body(_, z):
                 _, correction, _, _ = _koth_chord_impl(z, jac, *args, jnp)
                 return z + 1e-300 * correction
+
             return lax.fori_loop(0, repeats, body, z0)
 
         out = []

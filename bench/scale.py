@@ -82,6 +82,7 @@ class Measured:
 
 # ------------------------------------------------------------------------------------------ data
 
+
 def battle_log(path: Path, rows: int = 2_000_000, models: int = 200, prompts: int = 5_000, seed: int = 0) -> Path:
     """A Chatbot-Arena-style log: model_a, model_b, winner (model_a / model_b / tie), question_id, tstamp."""
     if path.exists():
@@ -95,11 +96,15 @@ def battle_log(path: Path, rows: int = 2_000_000, models: int = 200, prompts: in
     tie = rng.random(rows) < 0.2
     winner = np.where(tie, "tie", np.where(draw < p_a, "model_a", "model_b"))
     names = np.array([f"model-{k:03d}" for k in range(models)])
-    pl.DataFrame({
-        "model_a": names[a], "model_b": names[b], "winner": winner,
-        "question_id": np.char.add("q", rng.integers(0, prompts, rows).astype(str)),
-        "tstamp": 1.7e9 + np.arange(rows, dtype=np.float64),
-    }).write_parquet(path)
+    pl.DataFrame(
+        {
+            "model_a": names[a],
+            "model_b": names[b],
+            "winner": winner,
+            "question_id": np.char.add("q", rng.integers(0, prompts, rows).astype(str)),
+            "tstamp": 1.7e9 + np.arange(rows, dtype=np.float64),
+        }
+    ).write_parquet(path)
     return path
 
 
@@ -115,13 +120,25 @@ def fastchat_json_array(path: Path, rows: int = 200_000, models: int = 100, seed
     a = rng.integers(0, models, rows)
     b = (a + rng.integers(1, models, rows)) % models
     winners = np.array(["model_a", "model_b", "tie", "tie (bothbad)"])[rng.integers(0, 4, rows)]
-    battles = [{
-        "model_a": f"model-{a[k]:03d}", "model_b": f"model-{b[k]:03d}", "winner": str(winners[k]),
-        "judge": "arena_user_1", "turn": int(1 + k % 3), "anony": bool(k % 5), "language": "English",
-        "tstamp": 1.7e9 + k, "question_id": f"{k:032x}",
-        "category_tag": {"criteria_v0.1": {"specificity": bool(k % 2), "complexity": False},
-                         "if_v0.1": {"if": bool(k % 7 == 0), "score": 1}, "math_v0.1": {"math": False}},
-    } for k in range(rows)]
+    battles = [
+        {
+            "model_a": f"model-{a[k]:03d}",
+            "model_b": f"model-{b[k]:03d}",
+            "winner": str(winners[k]),
+            "judge": "arena_user_1",
+            "turn": int(1 + k % 3),
+            "anony": bool(k % 5),
+            "language": "English",
+            "tstamp": 1.7e9 + k,
+            "question_id": f"{k:032x}",
+            "category_tag": {
+                "criteria_v0.1": {"specificity": bool(k % 2), "complexity": False},
+                "if_v0.1": {"if": bool(k % 7 == 0), "score": 1},
+                "math_v0.1": {"math": False},
+            },
+        }
+        for k in range(rows)
+    ]
     path.write_text(json.dumps(battles, indent=2))
     return path
 
@@ -136,8 +153,10 @@ def score_table(path: Path, prompts: int, models: int, empty: float = 0.0, seed:
     scores = 1.0 / (1.0 + np.exp(-(skill + rng.normal(0.0, 1.0, (prompts, models)))))
     frame = pl.DataFrame({"prompt_id": [f"t{k}" for k in range(prompts)]})
     blank = rng.random((prompts, models)) < empty
-    columns = [pl.Series(f"model-{m:03d}", np.where(blank[:, m], np.nan, np.round(scores[:, m], 4))).fill_nan(None)
-               for m in range(models)]
+    columns = [
+        pl.Series(f"model-{m:03d}", np.where(blank[:, m], np.nan, np.round(scores[:, m], 4))).fill_nan(None)
+        for m in range(models)
+    ]
     frame.with_columns(columns).write_csv(path)
     return path
 
@@ -165,6 +184,7 @@ def three_line_table(path: Path) -> Path:
 
 # ------------------------------------------------------------------------------------------ running
 
+
 def run(command: list[str], timeout: float, cwd: Path, env: dict) -> Measured:
     """Wall seconds and peak RSS of one process (`_PeakRss`). Its output goes to a temporary file (a pipe
     nobody reads until the end would stop a command that prints a lot)."""
@@ -174,8 +194,9 @@ def run(command: list[str], timeout: float, cwd: Path, env: dict) -> Measured:
 
 def _run(command: list[str], timeout: float, cwd: Path, env: dict, output) -> Measured:
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+    )
     peak = _PeakRss(process.pid)
     deadline = start + timeout
     first_line = None
@@ -196,8 +217,7 @@ def _run(command: list[str], timeout: float, cwd: Path, env: dict, output) -> Me
     ok = os.waitstatus_to_exitcode(status) == 0
     output.seek(0)
     lines = output.read().decode(errors="replace").strip().splitlines()
-    return Measured(seconds, peak.mb(usage), ok, "" if ok else (lines[-1][:120] if lines else "no output"),
-                    first_line)
+    return Measured(seconds, peak.mb(usage), ok, "" if ok else (lines[-1][:120] if lines else "no output"), first_line)
 
 
 class _PeakRss:
@@ -266,22 +286,36 @@ def case_commands(case: str, checkout: Path, work: Path) -> tuple[list[list[str]
     if case == "scores-805x200":
         return [], eqarena + ["import", "scores", str(big), *with_db]
     if case == "rate-18x65":
-        return [eqarena + ["import", "scores", str(small), *with_db]], \
-            eqarena + ["rate", "--missing", "impute", "--bootstrap", "0", *with_db]
+        return [eqarena + ["import", "scores", str(small), *with_db]], eqarena + [
+            "rate",
+            "--missing",
+            "impute",
+            "--bootstrap",
+            "0",
+            *with_db,
+        ]
     if case == "rate-default":
-        return [eqarena + ["import", "scores", str(small), *with_db]], eqarena + ["rate", "--missing", "impute", *with_db]
+        return [eqarena + ["import", "scores", str(small), *with_db]], eqarena + [
+            "rate",
+            "--missing",
+            "impute",
+            *with_db,
+        ]
     if case == "rate-805x200":
         return [eqarena + ["import", "scores", str(big), *with_db]], eqarena + ["rate", "--bootstrap", "0", *with_db]
     if case in ("pref-805x8", "pref-805x52"):
         models = 8 if case == "pref-805x8" else 52
         table = preference_table(work / f"preferences-805x{models}.csv", 805, models, seed=models)
-        return [eqarena + ["import", "pairwise", "--layout", "preferences", "--baseline", "model-000", str(table),
-                           *with_db]], eqarena + ["rate", "--missing", "impute", *with_db]
+        return [
+            eqarena + ["import", "pairwise", "--layout", "preferences", "--baseline", "model-000", str(table), *with_db]
+        ], eqarena + ["rate", "--missing", "impute", *with_db]
     if case == "boot-805x200":
         return [eqarena + ["import", "scores", str(big), *with_db]], eqarena + ["rate", *with_db]
     if case == "rate-log-2M":
-        return [eqarena + ["import", "battles", str(battle_log(work / "battles-2M.parquet")), *with_db]], \
-            eqarena + ["rate", *with_db]
+        return [eqarena + ["import", "battles", str(battle_log(work / "battles-2M.parquet")), *with_db]], eqarena + [
+            "rate",
+            *with_db,
+        ]
     if case == "boot-500x17":
         return [], [python, "-c", BOOTSTRAP_SNIPPET]
     if case in ("run-bundled", "run-first"):
@@ -325,18 +359,25 @@ def main() -> None:
         setup, command = case_commands(case.name, checkout, work)
         failed = next((m for m in (run(s, args.timeout, checkout, env) for s in setup) if not m.ok), None)
         if failed is not None:
-            print(f"{case.name:<15} {case.what:<62} {case.goal_s:>7g} {'-':>8} {'-':>8} {'-':>8}  "
-                  f"set-up failed: {failed.note}")
+            print(
+                f"{case.name:<15} {case.what:<62} {case.goal_s:>7g} {'-':>8} {'-':>8} {'-':>8}  "
+                f"set-up failed: {failed.note}"
+            )
             continue
         measured = run(command, args.timeout, checkout, case_environment(case.name, work, env))
         wall = f"> {args.timeout:g}" if measured.note == "timeout" else f"{measured.seconds:.1f}"
-        met = measured.ok and measured.seconds <= case.goal_s and \
-            (case.goal_rss_mb is None or measured.rss_mb <= case.goal_rss_mb)
+        met = (
+            measured.ok
+            and measured.seconds <= case.goal_s
+            and (case.goal_rss_mb is None or measured.rss_mb <= case.goal_rss_mb)
+        )
         result = "meets goal" if met else ("slower than goal" if measured.ok else f"failed: {measured.note}")
         goal = f"{case.goal_s:g}" + (f"/{case.goal_rss_mb / 1024:g}G" if case.goal_rss_mb else "")
         first = "-" if measured.first_line_s is None else f"{measured.first_line_s:.1f}"
-        print(f"{case.name:<15} {case.what:<62} {goal:>7} {wall:>8} {measured.rss_mb:>8.0f} {first:>8}  {result}",
-              flush=True)
+        print(
+            f"{case.name:<15} {case.what:<62} {goal:>7} {wall:>8} {measured.rss_mb:>8.0f} {first:>8}  {result}",
+            flush=True,
+        )
     shutil.rmtree(work / "report", ignore_errors=True)
 
 

@@ -257,9 +257,7 @@ def fmt(value, spec: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default=SIZES, help="comma-separated PxMxM sizes")
     parser.add_argument("--cap-seconds", type=float, default=120.0, help="time cap per measurement")
     parser.add_argument("--no-references", action="store_true", help="skip Gambit, cvxpy and scipy")
@@ -276,7 +274,9 @@ def main() -> None:
     methods = OURS + ([] if args.no_references else REFERENCES)
     if args.methods:
         methods = [x for x in methods if x in args.methods.split(",")]
-    header = f"{'size':>13} {'method':<13} {'wall s':>8} {'warm s':>8} {'steps':>6} {'exploitab.':>10} {'RSS MB':>7}  note"
+    header = (
+        f"{'size':>13} {'method':<13} {'wall s':>8} {'warm s':>8} {'steps':>6} {'exploitab.':>10} {'RSS MB':>7}  note"
+    )
     print(header)
     print("-" * len(header))
     for size in args.sizes.split(","):
@@ -302,7 +302,8 @@ def main() -> None:
         if "wall" in ref and "error" not in ref and "wall" in ours:
             ours_time = ours.get("warm", ours["wall"])
             print(
-                f"{'':>13} cce-uniform vs scipy L-BFGS-B on the same dual: {ref['wall'] / ours_time:.1f}x faster (warm), "
+                f"{'':>13} cce-uniform vs scipy L-BFGS-B on the same dual: "
+                f"{ref['wall'] / ours_time:.1f}x faster (warm), "
                 f"{ref['wall'] / ours['wall']:.1f}x including compilation",
                 flush=True,
             )

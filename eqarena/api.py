@@ -32,8 +32,9 @@ def _db(db: Db) -> str | None:
     return None if db is None else str(db)
 
 
-def ingest(source: str = IngestOptions.source, *, db: Db = None, name: str | None = None,
-           replace: bool = False) -> IngestSummary:
+def ingest(
+    source: str = IngestOptions.source, *, db: Db = None, name: str | None = None, replace: bool = False
+) -> IngestSummary:
     """Load a bundled dataset (`vicuna80`, `arena-hard-v0.1`) or an arena-hard directory into the
     warehouse `db` (default: $EQARENA_DB, else ./eqarena.duckdb); idempotent."""
     from eqarena.pipelines.ingest import ingest as ingest_pipeline
@@ -41,11 +42,21 @@ def ingest(source: str = IngestOptions.source, *, db: Db = None, name: str | Non
     return ingest_pipeline(IngestOptions(source=source, name=name, replace=replace), _db(db))
 
 
-def rate(dataset: str, *, db: Db = None, judges: Sequence[str] = (), methods: Sequence[str] | None = None,
-         missing: MissingPolicy | str = MissingPolicy.REFUSE, orders: OrderRule | str = OrderRule.BOTH,
-         bootstrap: int = BootstrapOptions.replicates, seed: int = 0, category: str | None = None,
-         by: str | None = None, prompt_groups: PromptActions | str = PromptActions.AUTO,
-         bootstrap_time: float = BootstrapOptions.time_limit) -> RateResult:
+def rate(
+    dataset: str,
+    *,
+    db: Db = None,
+    judges: Sequence[str] = (),
+    methods: Sequence[str] | None = None,
+    missing: MissingPolicy | str = MissingPolicy.REFUSE,
+    orders: OrderRule | str = OrderRule.BOTH,
+    bootstrap: int = BootstrapOptions.replicates,
+    seed: int = 0,
+    category: str | None = None,
+    by: str | None = None,
+    prompt_groups: PromptActions | str = PromptActions.AUTO,
+    bootstrap_time: float = BootstrapOptions.time_limit,
+) -> RateResult:
     """Rate the models and prompts of `dataset` from the judgments of `judges` (default: all) by
     `methods` (names of the method registry; default: its default methods); a new rate run in `db`.
     `category`: only that category's prompts; `by` ("category" or "cluster"): also each group rated
@@ -55,15 +66,23 @@ def rate(dataset: str, *, db: Db = None, judges: Sequence[str] = (), methods: Se
     `read_ratings` reads the ratings."""
     from eqarena.pipelines.rate import rate as rate_pipeline
 
-    options = RateOptions(dataset=dataset, judges=tuple(judges), methods=None if methods is None else tuple(methods),
-                          missing=missing, orders=orders,
-                          bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, time_limit=bootstrap_time),
-                          category=category, by=by, prompt_groups=prompt_groups)
+    options = RateOptions(
+        dataset=dataset,
+        judges=tuple(judges),
+        methods=None if methods is None else tuple(methods),
+        missing=missing,
+        orders=orders,
+        bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, time_limit=bootstrap_time),
+        category=category,
+        by=by,
+        prompt_groups=prompt_groups,
+    )
     return rate_pipeline(options, _db(db))
 
 
-def read_ratings(db: Db = None, run_id: str | None = None, *, method: str | None = None,
-                 player: str = "king") -> pl.DataFrame:
+def read_ratings(
+    db: Db = None, run_id: str | None = None, *, method: str | None = None, player: str = "king"
+) -> pl.DataFrame:
     """The ratings of rate run `run_id` (default: the latest) as a polars frame: one row per method and
     action of `player` (king: the models; prompt: the prompts) with rank, rating, equilibrium mass and,
     where a bootstrap ran, its interval; best first within each method. Reads only."""

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from eqarena.exceptions import NotFoundError, OptionError
+
 if TYPE_CHECKING:
     from eqarena.solvers.games.equilibrium import Equilibrium
     from eqarena.solvers.games.normal_form import KothGame
@@ -141,7 +143,7 @@ def get_method(name: str) -> RatingMethod:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown rating method {name!r} (choose from {', '.join(_REGISTRY)})") from None
+        raise NotFoundError(f"unknown rating method {name!r} (choose from {', '.join(_REGISTRY)})") from None
 
 
 def parse_methods(methods: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -152,9 +154,9 @@ def parse_methods(methods: str | Iterable[str] | None) -> tuple[str, ...]:
     items = [m.strip().lower() for m in items if m.strip()]
     unknown = [m for m in items if m not in _REGISTRY]
     if unknown:
-        raise ValueError(f"--methods: unknown method {', '.join(unknown)} (choose from {', '.join(_REGISTRY)})")
+        raise OptionError(f"--methods: unknown method {', '.join(unknown)} (choose from {', '.join(_REGISTRY)})")
     if not items:
-        raise ValueError(f"--methods: give at least one of {', '.join(_REGISTRY)}")
+        raise OptionError(f"--methods: give at least one of {', '.join(_REGISTRY)}")
     return tuple(m for m in _REGISTRY if m in items)
 
 
@@ -193,32 +195,101 @@ def is_equilibrium(name: str) -> bool:
 
 # ---------------------------------------------------------------------------------- the built-ins
 
-register(RatingMethod(
-    "bt", "BT", "#4c72b0", "Bradley-Terry (Elo scale) on the judged battles, as Chatbot Arena fits it",
-    "bradley-terry", fit="eqarena.solvers.pairwise.bradley_terry:fit_bradley_terry", rating_format=".0f"))
-register(RatingMethod(
-    "ne", "NE", "#dd8452", "Nash equilibrium (limiting logit equilibrium) selected by the clone-invariant "
-    "affinity entropy", "nash", "affinity", solve="eqarena.solvers.nash.limiting_logit:nash"))
-register(RatingMethod(
-    "cce", "CCE", "#55a868", "coarse correlated equilibrium of maximum relative entropy to the affinity target",
-    "cce", "affinity", solve="eqarena.solvers.cce.max_entropy:cce", warm_starts=True))
-register(RatingMethod(
-    "ne-shannon", "NE-Shannon", "#c44e52", "Nash equilibrium from the uniform target (the classic LLE; "
-    "not clone-invariant)", "nash", "uniform", solve="eqarena.solvers.nash.limiting_logit:nash"))
-register(RatingMethod(
-    "cce-shannon", "CCE-Shannon", "#8172b3", "maximum-entropy CCE (uniform target; not clone-invariant)",
-    "cce", "uniform", solve="eqarena.solvers.cce.max_entropy:cce", warm_starts=True))
-register(RatingMethod(
-    "deviation", "Deviation", "#937860", "deviation ratings: the CCE deviation gains minimised lexicographically, "
-    "largest first (Marris et al. 2025; clone-invariant, no selection target)", "cce", "strictest",
-    solve="eqarena.solvers.cce.deviation:deviation", default=False))
-register(RatingMethod(
-    "winrate", "Win rate", "#da8bc3", "percent win rate against a baseline model (rate --baseline), ties half and "
-    "decisive verdicts thrice, both positions per prompt: arena-hard-auto's headline score",
-    "win-rate", fit="eqarena.solvers.pairwise.win_rate:fit_win_rate", default=False, rating_format=".1f",
-    needs_battles=True))
-register(RatingMethod(
-    "bt-style", "BT (style)", "#8c8c8c", "Bradley-Terry with the answers' length and markdown (headers, lists, "
-    "bold) as covariates: style control as arena-hard-auto and Chatbot Arena fit it (rate --style-control)",
-    "bradley-terry-style", fit="eqarena.solvers.pairwise.style_control:fit_style_bradley_terry", default=False,
-    rating_format=".0f", needs_battles=True))
+register(
+    RatingMethod(
+        "bt",
+        "BT",
+        "#4c72b0",
+        "Bradley-Terry (Elo scale) on the judged battles, as Chatbot Arena fits it",
+        "bradley-terry",
+        fit="eqarena.solvers.pairwise.bradley_terry:fit_bradley_terry",
+        rating_format=".0f",
+    )
+)
+register(
+    RatingMethod(
+        "ne",
+        "NE",
+        "#dd8452",
+        "Nash equilibrium (limiting logit equilibrium) selected by the clone-invariant affinity entropy",
+        "nash",
+        "affinity",
+        solve="eqarena.solvers.nash.limiting_logit:nash",
+    )
+)
+register(
+    RatingMethod(
+        "cce",
+        "CCE",
+        "#55a868",
+        "coarse correlated equilibrium of maximum relative entropy to the affinity target",
+        "cce",
+        "affinity",
+        solve="eqarena.solvers.cce.max_entropy:cce",
+        warm_starts=True,
+    )
+)
+register(
+    RatingMethod(
+        "ne-shannon",
+        "NE-Shannon",
+        "#c44e52",
+        "Nash equilibrium from the uniform target (the classic LLE; not clone-invariant)",
+        "nash",
+        "uniform",
+        solve="eqarena.solvers.nash.limiting_logit:nash",
+    )
+)
+register(
+    RatingMethod(
+        "cce-shannon",
+        "CCE-Shannon",
+        "#8172b3",
+        "maximum-entropy CCE (uniform target; not clone-invariant)",
+        "cce",
+        "uniform",
+        solve="eqarena.solvers.cce.max_entropy:cce",
+        warm_starts=True,
+    )
+)
+register(
+    RatingMethod(
+        "deviation",
+        "Deviation",
+        "#937860",
+        "deviation ratings: the CCE deviation gains minimised lexicographically, "
+        "largest first (Marris et al. 2025; clone-invariant, no selection target)",
+        "cce",
+        "strictest",
+        solve="eqarena.solvers.cce.deviation:deviation",
+        default=False,
+    )
+)
+register(
+    RatingMethod(
+        "winrate",
+        "Win rate",
+        "#da8bc3",
+        "percent win rate against a baseline model (rate --baseline), ties half and "
+        "decisive verdicts thrice, both positions per prompt: arena-hard-auto's headline score",
+        "win-rate",
+        fit="eqarena.solvers.pairwise.win_rate:fit_win_rate",
+        default=False,
+        rating_format=".1f",
+        needs_battles=True,
+    )
+)
+register(
+    RatingMethod(
+        "bt-style",
+        "BT (style)",
+        "#8c8c8c",
+        "Bradley-Terry with the answers' length and markdown (headers, lists, "
+        "bold) as covariates: style control as arena-hard-auto and Chatbot Arena fit it (rate --style-control)",
+        "bradley-terry-style",
+        fit="eqarena.solvers.pairwise.style_control:fit_style_bradley_terry",
+        default=False,
+        rating_format=".0f",
+        needs_battles=True,
+    )
+)

@@ -13,11 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
-DEFAULT_DATASET = "vicuna80"      # the bundled PRD Vicuna-80 data
-DEFAULT_JUDGE = "prd:gpt4"        # its recorded GPT-4 judgments: no API call
-DEFAULT_OUT_DIR = "out"           # where reports are written
-PRD_PREFIX = "prd:"               # the judge ids of recorded PRD judgments: prd:<judge>
-ALL_PRD = "all-prd"               # every recorded PRD judge of the dataset, pooled
+from eqarena.exceptions import OptionError
+
+DEFAULT_DATASET = "vicuna80"  # the bundled PRD Vicuna-80 data
+DEFAULT_JUDGE = "prd:gpt4"  # its recorded GPT-4 judgments: no API call
+DEFAULT_OUT_DIR = "out"  # where reports are written
+PRD_PREFIX = "prd:"  # the judge ids of recorded PRD judgments: prd:<judge>
+ALL_PRD = "all-prd"  # every recorded PRD judge of the dataset, pooled
 
 
 def is_recorded_judge(judge: str) -> bool:
@@ -130,7 +132,7 @@ def choice(kind: type[StrEnum], value, name: str) -> StrEnum:
         return kind(value)
     except ValueError:
         choices = ", ".join(m.value for m in kind)
-        raise ValueError(f"--{name.replace('_', '-')} must be one of {choices}; got {value!r}") from None
+        raise OptionError(f"--{name.replace('_', '-')} must be one of {choices}; got {value!r}") from None
 
 
 def _tuple(options, *names: str) -> None:
@@ -142,7 +144,7 @@ def _tuple(options, *names: str) -> None:
 
 def _at_least(name: str, value, low) -> None:
     if value is not None and value < low:
-        raise ValueError(f"{name if name.startswith('--') else '--' + name} must be at least {low}; got {value}")
+        raise OptionError(f"{name if name.startswith('--') else '--' + name} must be at least {low}; got {value}")
 
 
 # ------------------------------------------------------------------------------------------ rating
@@ -197,15 +199,21 @@ class RateOptions:
     def __post_init__(self):
         _tuple(self, "judges", "methods")
         _coerce(self, missing=MissingPolicy, orders=OrderRule, by=Grouping, prompt_groups=PromptActions)
-        if (self.category is not None or self.by is not None) and \
-                self.prompt_groups not in (PromptActions.AUTO, PromptActions.PROMPTS):
-            raise ValueError("--prompt-groups cannot be combined with --category or --by: a group game already "
-                             "rates every group as one of the prompt player's actions")
+        if (self.category is not None or self.by is not None) and self.prompt_groups not in (
+            PromptActions.AUTO,
+            PromptActions.PROMPTS,
+        ):
+            raise OptionError(
+                "--prompt-groups cannot be combined with --category or --by: a group game already "
+                "rates every group as one of the prompt player's actions"
+            )
         if self.category is not None and not self.category.strip():
-            raise ValueError("--category must name a category; got an empty string")
+            raise OptionError("--category must name a category; got an empty string")
         if self.category is not None and self.by is not None:
-            raise ValueError("--category and --by cannot be combined: --category rates one category, "
-                             "--by rates the whole dataset and each group")
+            raise OptionError(
+                "--category and --by cannot be combined: --category rates one category, "
+                "--by rates the whole dataset and each group"
+            )
 
 
 # ---------------------------------------------------------------------------------------- analyses
@@ -230,7 +238,7 @@ class CloneOptions:
         _at_least("noise", self.noise, 0.0)
         for name in ("ns_exact", "ns_noisy"):
             if any(n < 0 for n in getattr(self, name)):
-                raise ValueError(f"--{name.replace('_', '-')}: clone counts must be >= 0")
+                raise OptionError(f"--{name.replace('_', '-')}: clone counts must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -259,7 +267,7 @@ class AnalysesOptions:
         unknown = [str(a) for a in self.run if a not in tuple(Analysis)]
         if unknown:
             choices = ", ".join(a.value for a in Analysis)
-            raise ValueError(f"--analyses: unknown analysis {', '.join(unknown)} (choose from {choices})")
+            raise OptionError(f"--analyses: unknown analysis {', '.join(unknown)} (choose from {choices})")
         object.__setattr__(self, "run", tuple(a for a in Analysis if a in self.run))  # canonical order
 
 
@@ -292,10 +300,10 @@ class RunLimits:
 
     def __post_init__(self):
         if self.concurrency < 1:
-            raise ValueError(f"--concurrency must be at least 1, got {self.concurrency}")
+            raise OptionError(f"--concurrency must be at least 1, got {self.concurrency}")
         for name, value in (("--rpm", self.rpm), ("--tpm", self.tpm)):
             if value is not None and value <= 0:
-                raise ValueError(f"{name} must be positive, got {value}")
+                raise OptionError(f"{name} must be positive, got {value}")
 
 
 @dataclass(frozen=True)
@@ -315,9 +323,9 @@ class RetryPolicy:
 
     def __post_init__(self):
         if self.attempts < 1:
-            raise ValueError("retry attempts must be at least 1")
+            raise OptionError("retry attempts must be at least 1")
         if min(self.initial_wait_s, self.max_wait_s, self.max_retry_after_s) < 0 or self.timeout_s <= 0:
-            raise ValueError("retry waits must be >= 0 and the timeout > 0")
+            raise OptionError("retry waits must be >= 0 and the timeout > 0")
 
 
 @dataclass(frozen=True)
@@ -329,7 +337,7 @@ class SpendCaps:
 
     def __post_init__(self):
         if (self.max_cost is not None and self.max_cost < 0) or (self.max_calls is not None and self.max_calls < 0):
-            raise ValueError("--max-cost and --max-calls must not be negative")
+            raise OptionError("--max-cost and --max-calls must not be negative")
 
 
 @dataclass(frozen=True)
@@ -349,7 +357,7 @@ class RunnerOptions:
         _coerce(self, runner=Runner)
         _at_least("--dask-workers", self.dask_workers, 1)
         if self.runner is Runner.DASK and self.batch:
-            raise ValueError("--runner dask makes live calls; it cannot be combined with --batch")
+            raise OptionError("--runner dask makes live calls; it cannot be combined with --batch")
 
 
 @dataclass(frozen=True)
@@ -370,7 +378,7 @@ class AdaptiveOptions:
         _at_least("--batch-calls", self.batch_calls, 2)
         for name in ("stop_probability", "explore"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"--{name.replace('_', '-')} must be in [0, 1]")
+                raise OptionError(f"--{name.replace('_', '-')} must be in [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -431,10 +439,13 @@ class GenerateOptions:
 
     def __post_init__(self):
         _at_least("--prompts", self.prompts, 1)
-        if self.model_id is not None and (not self.model_id.strip() or self.model_id != self.model_id.strip()
-                                          or "," in self.model_id):
-            raise ValueError(f"--as {self.model_id!r}: a model id must be non-empty, without a comma and without "
-                             "leading or trailing spaces")
+        if self.model_id is not None and (
+            not self.model_id.strip() or self.model_id != self.model_id.strip() or "," in self.model_id
+        ):
+            raise OptionError(
+                f"--as {self.model_id!r}: a model id must be non-empty, without a comma and without "
+                "leading or trailing spaces"
+            )
 
 
 # ---------------------------------------------------------------------------------------- main job
@@ -492,17 +503,24 @@ class ImportOptions:
         _tuple(self, "paths")
         _coerce(self, fmt=ImportFormat, payoff=ScorePayoff, layout=ImportLayout)
         if not self.scale > 0:
-            raise ValueError(f"--scale must be positive; got {self.scale}")
+            raise OptionError(f"--scale must be positive; got {self.scale}")
         allowed = LAYOUTS.get(self.fmt.value, ())
         if self.layout is not None and self.layout.value not in allowed:
-            hint = "; preferences are pairwise judgments: eqarena import pairwise FILE --layout preferences " \
-                "--baseline MODEL" if self.layout is ImportLayout.PREFERENCES else ""
-            raise ValueError(f"--layout {self.layout.value} does not apply to {self.fmt.value}"
-                             + (f" (its layouts: {', '.join(allowed)})" if allowed else "") + hint)
+            hint = (
+                "; preferences are pairwise judgments: eqarena import pairwise FILE --layout preferences "
+                "--baseline MODEL"
+                if self.layout is ImportLayout.PREFERENCES
+                else ""
+            )
+            raise OptionError(
+                f"--layout {self.layout.value} does not apply to {self.fmt.value}"
+                + (f" (its layouts: {', '.join(allowed)})" if allowed else "")
+                + hint
+            )
         if self.layout is ImportLayout.PREFERENCES and not self.baseline:
-            raise ValueError("--layout preferences needs --baseline (the model every column is compared with)")
+            raise OptionError("--layout preferences needs --baseline (the model every column is compared with)")
         if self.id_column is not None and not allowed:
-            raise ValueError(f"--id-column applies to the table formats (pairwise, scores), not {self.fmt.value}")
+            raise OptionError(f"--id-column applies to the table formats (pairwise, scores), not {self.fmt.value}")
 
 
 def as_parameters(options) -> dict:
@@ -517,11 +535,35 @@ def as_parameters(options) -> dict:
 
 
 __all__ = [
-    "DEFAULT_DATASET", "DEFAULT_JUDGE", "DEFAULT_OUT_DIR", "AdaptiveOptions", "Analysis", "AnalysesOptions",
-    "BootstrapOptions", "CloneOptions", "GenerateOptions", "GenerationOptions", "Grouping", "ImportFormat",
-    "ImportLayout", "ImportOptions",
-    "IngestOptions", "JudgeOptions", "MainJobOptions", "MissingPolicy", "OrderRule", "RateOptions", "RetryPolicy", "RiskOptions",
-    "RunLimits", "Runner", "RunnerOptions", "ScorePayoff", "SpendCaps", "as_parameters", "choice",
+    "DEFAULT_DATASET",
+    "DEFAULT_JUDGE",
+    "DEFAULT_OUT_DIR",
+    "AdaptiveOptions",
+    "Analysis",
+    "AnalysesOptions",
+    "BootstrapOptions",
+    "CloneOptions",
+    "GenerateOptions",
+    "GenerationOptions",
+    "Grouping",
+    "ImportFormat",
+    "ImportLayout",
+    "ImportOptions",
+    "IngestOptions",
+    "JudgeOptions",
+    "MainJobOptions",
+    "MissingPolicy",
+    "OrderRule",
+    "RateOptions",
+    "RetryPolicy",
+    "RiskOptions",
+    "RunLimits",
+    "Runner",
+    "RunnerOptions",
+    "ScorePayoff",
+    "SpendCaps",
+    "as_parameters",
+    "choice",
 ]
 
 
@@ -535,15 +577,25 @@ class PathSizes:
     """Algorithm 1's sizes. max_rounds bounds the inner loop (improvement rounds of one new model): a
     model that is still not top-ranked after it is added anyway, and its step says so (`rounds`)."""
 
-    skills: int = 5              # K
-    initial_prompts: int = 5     # P_0
-    initial_models: int = 5      # M_0
-    candidate_models: int = 8    # M'
+    skills: int = 5  # K
+    initial_prompts: int = 5  # P_0
+    initial_models: int = 5  # M_0
+    candidate_models: int = 8  # M'
     candidate_prompts: int = 64  # P' (best-of-64, paper Section 2)
-    iterations: int = 16         # T
+    iterations: int = 16  # T
     max_rounds: int = 100
 
     def __post_init__(self):
-        if min(self.skills, self.initial_prompts, self.initial_models, self.candidate_models,
-               self.candidate_prompts, self.max_rounds) < 1 or self.iterations < 0:
-            raise ValueError(f"improvement path sizes must be positive: {self}")
+        if (
+            min(
+                self.skills,
+                self.initial_prompts,
+                self.initial_models,
+                self.candidate_models,
+                self.candidate_prompts,
+                self.max_rounds,
+            )
+            < 1
+            or self.iterations < 0
+        ):
+            raise OptionError(f"improvement path sizes must be positive: {self}")

@@ -72,9 +72,17 @@ def held_warehouse(tmp_path: Path):
     path = tmp_path / "held.duckdb"
     warehouse.connect(path).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1]); print('ready', flush=True); "
-                               "sys.stdin.readline()", str(path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys; con = duckdb.connect(sys.argv[1]); print('ready', flush=True); sys.stdin.readline()",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
     def release() -> None:
         if holder.poll() is None:
             holder.communicate("\n", timeout=60)
@@ -115,7 +123,10 @@ def pytest_collection_modifyitems(config, items):
             continue
         if INTEGRATION_FIXTURES & set(info.names_closure):
             item.add_marker(pytest.mark.integration)
-        shared = [name for name, defs in info.name2fixturedefs.items()
-                  if defs and defs[-1].scope == "module" and defs[-1].baseid]
+        shared = [
+            name
+            for name, defs in info.name2fixturedefs.items()
+            if defs and defs[-1].scope == "module" and defs[-1].baseid
+        ]
         if shared:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))

@@ -73,23 +73,23 @@ def planted_prompt(prompt_id: str) -> str:
 class Counters:
     """Everything the server saw. `paid_samples[(prompt, A, B)]` counts samples returned with 200."""
 
-    requests: int = 0             # chat + generate requests received (any outcome)
-    successes: int = 0            # of those, answered 200
+    requests: int = 0  # chat + generate requests received (any outcome)
+    successes: int = 0  # of those, answered 200
     faults: collections.Counter = field(default_factory=collections.Counter)
-    rate_limited: int = 0         # 429 from rpm_limit (not injected)
+    rate_limited: int = 0  # 429 from rpm_limit (not injected)
     multi_sample_rejections: int = 0
     malformed_responses: int = 0  # 200 answers with at least one sample lacking a verdict
     malformed_samples: int = 0
-    released_unserved: int = 0    # parked requests answered 503 by release(reject=True)
+    released_unserved: int = 0  # parked requests answered 503 by release(reject=True)
     paid_samples: collections.Counter = field(default_factory=collections.Counter)
     generation_requests: int = 0  # of `requests`, those asking a model for its answer (any outcome)
     paid_answers: collections.Counter = field(default_factory=collections.Counter)  # (model, prompt): 200 answers
-    empty_answers: int = 0        # of those, answered with an empty text (empty_rate)
+    empty_answers: int = 0  # of those, answered with an empty text (empty_rate)
     answer_usage: dict = field(default_factory=dict)  # (model, prompt) -> (prompt tokens, completion tokens), last
     batch_creates: int = 0
     batch_retrievals: int = 0
     batch_samples: int = 0
-    parked: int = 0               # requests waiting at the hold_after gate now
+    parked: int = 0  # requests waiting at the hold_after gate now
     success_times: list = field(default_factory=list)
     request_times: list = field(default_factory=list)
 
@@ -217,15 +217,25 @@ class FakeLLMServer:
         with self._lock:
             c = self.counters
             return Counters(
-                requests=c.requests, successes=c.successes, faults=collections.Counter(c.faults),
-                rate_limited=c.rate_limited, multi_sample_rejections=c.multi_sample_rejections,
-                malformed_responses=c.malformed_responses, malformed_samples=c.malformed_samples,
-                released_unserved=c.released_unserved, paid_samples=collections.Counter(c.paid_samples),
-                generation_requests=c.generation_requests, paid_answers=collections.Counter(c.paid_answers),
-                empty_answers=c.empty_answers, answer_usage=dict(c.answer_usage),
-                batch_creates=c.batch_creates, batch_retrievals=c.batch_retrievals,
-                batch_samples=c.batch_samples, parked=c.parked,
-                success_times=list(c.success_times), request_times=list(c.request_times),
+                requests=c.requests,
+                successes=c.successes,
+                faults=collections.Counter(c.faults),
+                rate_limited=c.rate_limited,
+                multi_sample_rejections=c.multi_sample_rejections,
+                malformed_responses=c.malformed_responses,
+                malformed_samples=c.malformed_samples,
+                released_unserved=c.released_unserved,
+                paid_samples=collections.Counter(c.paid_samples),
+                generation_requests=c.generation_requests,
+                paid_answers=collections.Counter(c.paid_answers),
+                empty_answers=c.empty_answers,
+                answer_usage=dict(c.answer_usage),
+                batch_creates=c.batch_creates,
+                batch_retrievals=c.batch_retrievals,
+                batch_samples=c.batch_samples,
+                parked=c.parked,
+                success_times=list(c.success_times),
+                request_times=list(c.request_times),
             )
 
     def release(self, *, reject: bool = False) -> None:
@@ -323,8 +333,7 @@ class FakeLLMServer:
         if method == "POST" and path == "/v1/batches":
             return self._create_batch(json.loads(body))
         if method == "GET" and path == "/v1/batches":
-            return _json(200, {"object": "list", "data": list(reversed(self._batches.values())),
-                               "has_more": False})
+            return _json(200, {"object": "list", "data": list(reversed(self._batches.values())), "has_more": False})
         if method == "GET" and path.startswith("/v1/batches/"):
             return self._retrieve_batch(path.removeprefix("/v1/batches/"))
         return _json(404, {"error": {"message": f"no route {method} {path}", "type": "invalid_request_error"}})
@@ -461,12 +470,16 @@ class FakeLLMServer:
         else:
             d = self.qualities.get(model_a, 0.0) - self.qualities.get(model_b, 0.0) + self._noise_draw(_cell(user))
             if labels is FIVE:
-                label = "A>>B" if d > 0.6 else "A>B" if d > 0.2 else "A=B" if d >= -0.2 else "B>A" if d >= -0.6 else "B>>A"
+                label = (
+                    "A>>B" if d > 0.6 else "A>B" if d > 0.2 else "A=B" if d >= -0.2 else "B>A" if d >= -0.6 else "B>>A"
+                )
             else:
                 label = "A>B" if d > 0.2 else "A=B" if d >= -0.2 else "B>A"
         decoy = labels[-1] if label != labels[-1] else labels[0]
-        return (f"Both answers address the request. One might first think [[{decoy}]], but checking the "
-                f"details changes that.\n\nMy final verdict is [[{label}]].")
+        return (
+            f"Both answers address the request. One might first think [[{decoy}]], but checking the "
+            f"details changes that.\n\nMy final verdict is [[{label}]]."
+        )
 
     # ---------------------------------------------------------------- files and batches
 
@@ -501,10 +514,17 @@ class FakeLLMServer:
         with self._lock:
             self.counters.batch_creates += 1
         self._batches[batch_id] = {
-            "id": batch_id, "object": "batch", "endpoint": body.get("endpoint"), "errors": None,
-            "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window", "24h"),
-            "status": "validating", "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
-            "request_counts": {"total": len([l for l in lines if l.strip()]), "completed": 0, "failed": 0},
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": body.get("endpoint"),
+            "errors": None,
+            "input_file_id": body["input_file_id"],
+            "completion_window": body.get("completion_window", "24h"),
+            "status": "validating",
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": int(time.time()),
+            "request_counts": {"total": len([line for line in lines if line.strip()]), "completed": 0, "failed": 0},
             "metadata": body.get("metadata"),
         }
         return _json(200, self._batches[batch_id])
@@ -518,7 +538,11 @@ class FakeLLMServer:
             self.counters.batch_retrievals += 1
         if batch["status"] == "validating":
             batch["status"] = "in_progress"
-        elif batch["status"] == "in_progress" and not self.batch_hold and self._batch_polls_seen[batch_id] >= self.batch_polls:
+        elif (
+            batch["status"] == "in_progress"
+            and not self.batch_hold
+            and self._batch_polls_seen[batch_id] >= self.batch_polls
+        ):
             self._run_batch(batch)
         return _json(200, batch)
 
@@ -532,10 +556,18 @@ class FakeLLMServer:
             n = _requested_samples(body, "openai")
             request_id = f"req_{uuid.uuid4().hex[:10]}"
             if n > 1 and self.multi_sample == "reject":
-                errors.append({"id": f"batch_req_{uuid.uuid4().hex[:10]}", "custom_id": item["custom_id"],
-                               "response": {"status_code": 400, "request_id": request_id,
-                                            "body": {"error": {"message": "n > 1 is not supported"}}},
-                               "error": None})
+                errors.append(
+                    {
+                        "id": f"batch_req_{uuid.uuid4().hex[:10]}",
+                        "custom_id": item["custom_id"],
+                        "response": {
+                            "status_code": 400,
+                            "request_id": request_id,
+                            "body": {"error": {"message": "n > 1 is not supported"}},
+                        },
+                        "error": None,
+                    }
+                )
                 continue
             system, user = _texts(body, "openai")
             if len(set(_MODEL_TAG.findall(user))) < 2:  # a model asked for its answer (Generating)
@@ -548,11 +580,17 @@ class FakeLLMServer:
                     texts = [t if t is not None else "No verdict from me." for t in texts]
                     self.counters.paid_samples[_cell(user)] += n
                     self.counters.batch_samples += n
-                completion = _chat_completion(body.get("model", "?"), texts, (len(system) + len(user)) // 4,
-                                              [max(1, len(t) // 4) for t in texts])
-            outputs.append({"id": f"batch_req_{uuid.uuid4().hex[:10]}", "custom_id": item["custom_id"],
-                            "response": {"status_code": 200, "request_id": request_id, "body": completion},
-                            "error": None})
+                completion = _chat_completion(
+                    body.get("model", "?"), texts, (len(system) + len(user)) // 4, [max(1, len(t) // 4) for t in texts]
+                )
+            outputs.append(
+                {
+                    "id": f"batch_req_{uuid.uuid4().hex[:10]}",
+                    "custom_id": item["custom_id"],
+                    "response": {"status_code": 200, "request_id": request_id, "body": completion},
+                    "error": None,
+                }
+            )
         for kind, records in (("output_file_id", outputs), ("error_file_id", errors)):
             if records:
                 file_id = f"file-{uuid.uuid4().hex[:12]}"
@@ -565,6 +603,7 @@ class FakeLLMServer:
 
 # -------------------------------------------------------------------- wire formats
 
+
 def _json(status: int, payload: dict, headers: list | None = None):
     return status, headers or [], json.dumps(payload).encode()
 
@@ -572,15 +611,27 @@ def _json(status: int, payload: dict, headers: list | None = None):
 def _error(api: str, status: int, message: str, retry_after: float | None = None):
     headers = []
     if retry_after is not None:
-        headers = [("retry-after-ms", str(int(math.ceil(retry_after * 1000)))),
-                   ("retry-after", str(int(math.ceil(retry_after))))]
+        headers = [
+            ("retry-after-ms", str(int(math.ceil(retry_after * 1000)))),
+            ("retry-after", str(int(math.ceil(retry_after)))),
+        ]
     if api == "gemini":
-        names = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE",
-                 504: "DEADLINE_EXCEEDED"}
+        names = {
+            400: "INVALID_ARGUMENT",
+            429: "RESOURCE_EXHAUSTED",
+            500: "INTERNAL",
+            503: "UNAVAILABLE",
+            504: "DEADLINE_EXCEEDED",
+        }
         payload = {"error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}}
     else:
-        payload = {"error": {"message": message, "type": "server_error" if status >= 500 else "invalid_request_error",
-                             "code": None}}
+        payload = {
+            "error": {
+                "message": message,
+                "type": "server_error" if status >= 500 else "invalid_request_error",
+                "code": None,
+            }
+        }
     return _json(status, payload, headers)
 
 
@@ -610,28 +661,47 @@ def _cell(user: str) -> tuple[str, str, str]:
 
 def _chat_completion(model: str, texts: list[str], prompt_tokens: int, completion_tokens: list[int]) -> dict:
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": model,
-        "choices": [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                    for i, t in enumerate(texts)],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": sum(completion_tokens),
-                  "total_tokens": prompt_tokens + sum(completion_tokens)},
+        "choices": [
+            {"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+            for i, t in enumerate(texts)
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": sum(completion_tokens),
+            "total_tokens": prompt_tokens + sum(completion_tokens),
+        },
     }
 
 
 def _gemini_response(model: str, texts: list[str], prompt_tokens: int, completion_tokens: list[int]) -> dict:
     return {
-        "candidates": [{"content": {"role": "model", "parts": [{"text": t}]}, "finishReason": "STOP", "index": i}
-                       for i, t in enumerate(texts)],
-        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": sum(completion_tokens),
-                          "totalTokenCount": prompt_tokens + sum(completion_tokens)},
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": t}]}, "finishReason": "STOP", "index": i}
+            for i, t in enumerate(texts)
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": sum(completion_tokens),
+            "totalTokenCount": prompt_tokens + sum(completion_tokens),
+        },
         "modelVersion": model,
     }
 
 
 def _file_object(file_id: str, filename: str, size: int, purpose: str) -> dict:
-    return {"id": file_id, "object": "file", "bytes": size, "created_at": int(time.time()),
-            "filename": filename, "purpose": purpose or "batch", "status": "processed"}
+    return {
+        "id": file_id,
+        "object": "file",
+        "bytes": size,
+        "created_at": int(time.time()),
+        "filename": filename,
+        "purpose": purpose or "batch",
+        "status": "processed",
+    }
 
 
 def plant_dataset(con, dataset: str, prompt_ids: list[str], models: list[str]) -> None:
@@ -641,13 +711,27 @@ def plant_dataset(con, dataset: str, prompt_ids: list[str], models: list[str]) -
     from eqarena.warehouse.catalog import MODELS, PROMPTS, RESPONSES, transaction, write_rows
 
     with transaction(con):
-        write_rows(con, PROMPTS, [{"dataset": dataset, "prompt_id": p, "category": None, "cluster": None,
-                                   "text": planted_prompt(p)} for p in prompt_ids])
+        write_rows(
+            con,
+            PROMPTS,
+            [
+                {"dataset": dataset, "prompt_id": p, "category": None, "cluster": None, "text": planted_prompt(p)}
+                for p in prompt_ids
+            ],
+        )
         write_rows(con, MODELS, [{"model_id": m, "family": m.rstrip("0123456789")} for m in models])
         rows = []
         for p in prompt_ids:
             for m in models:
                 text = planted_response(m, p)
-                rows.append({"dataset": dataset, "prompt_id": p, "model_id": m, "response_id": None, "text": text,
-                             "text_sha256": hashlib.sha256(text.encode()).hexdigest()})
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "prompt_id": p,
+                        "model_id": m,
+                        "response_id": None,
+                        "text": text,
+                        "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                    }
+                )
         write_rows(con, RESPONSES, rows)

@@ -18,10 +18,18 @@ def question_record(layout: str, prompt_id: str, text: str) -> dict:
 
 def answer_record(layout: str, prompt_id: str, model: str, text: str) -> dict:
     if layout == "new":
-        return {"uid": prompt_id, "ans_id": f"{model}-{prompt_id}", "model": model,
-                "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": {"answer": text}}]}
-    return {"question_id": prompt_id, "answer_id": f"{model}-{prompt_id}", "model_id": model,
-            "choices": [{"index": 0, "turns": [{"content": text}]}]}
+        return {
+            "uid": prompt_id,
+            "ans_id": f"{model}-{prompt_id}",
+            "model": model,
+            "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": {"answer": text}}],
+        }
+    return {
+        "question_id": prompt_id,
+        "answer_id": f"{model}-{prompt_id}",
+        "model_id": model,
+        "choices": [{"index": 0, "turns": [{"content": text}]}],
+    }
 
 
 def answer_text(model: str, prompt_id: str) -> str:
@@ -42,8 +50,10 @@ def write_arena_dir(
     ids = [f"p{i}" for i in range(n_prompts)]
     write_jsonl(root / "question.jsonl", [question_record(question_layout, p, f"prompt {p}?") for p in ids])
     for model, layout in models.items():
-        write_jsonl(root / "model_answer" / f"{model}.jsonl",
-                    [answer_record(layout, p, model, answer_text(model, p)) for p in ids])
+        write_jsonl(
+            root / "model_answer" / f"{model}.jsonl",
+            [answer_record(layout, p, model, answer_text(model, p)) for p in ids],
+        )
     return root
 
 

@@ -154,8 +154,16 @@ def serve_local_llm(
     """
     gguf = smollm2_gguf()
     command = [
-        sys.executable, str(Path(__file__).resolve()), "--gguf", str(gguf), "--n-ctx", str(n_ctx),
-        "--n-predict", str(n_predict), "--threads", str(threads),
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--gguf",
+        str(gguf),
+        "--n-ctx",
+        str(n_ctx),
+        "--n-predict",
+        str(n_predict),
+        "--threads",
+        str(threads),
     ]
     started = time.monotonic()
     deadline = started + startup_timeout_s
@@ -168,8 +176,12 @@ def serve_local_llm(
         address = json.loads(line)["address"]
         _wait_healthy(address, deadline)
         yield LocalLLMServer(
-            address=address, model=MODEL_ALIAS, gguf=gguf, log_path=log_path,
-            startup_s=time.monotonic() - started, process=process,
+            address=address,
+            model=MODEL_ALIAS,
+            gguf=gguf,
+            log_path=log_path,
+            startup_s=time.monotonic() - started,
+            process=process,
         )
     finally:
         _stop(process)

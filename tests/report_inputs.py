@@ -43,16 +43,29 @@ def rated_warehouse(folder: Path) -> tuple[str, str]:
     assembled = assemble.fn(db, options)
     solved = [rate_method.fn(assembled.tensor, assembled.battles, m, 4, 0) for m in METHODS]
     intervals, _ = bootstrap_equilibria.fn(assembled.tensor, assembled.battles, solved, options.bootstrap)
-    run = RunRecord(run_id=new_run_id("rate"), kind="rate", started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
-                    finished_at=datetime(2026, 1, 1, 0, 1, tzinfo=timezone.utc),
-                    parameters=rate_parameters(options, METHODS, assembled.tensor.judges),
-                    data_fingerprint=assembled.tensor.fingerprint, message="complete")
+    run = RunRecord(
+        run_id=new_run_id("rate"),
+        kind="rate",
+        started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        finished_at=datetime(2026, 1, 1, 0, 1, tzinfo=timezone.utc),
+        parameters=rate_parameters(options, METHODS, assembled.tensor.judges),
+        data_fingerprint=assembled.tensor.fingerprint,
+        message="complete",
+    )
     write_run.fn(db, run, assembled, solved, intervals)
 
     game = read_rate_game.fn(db, run.run_id)
     clones = CloneOptions(target="m-a", ns_exact=(0, 20), ns_noisy=(0,), methods=METHODS)
     frames = clone_frames(game, clones, run_clone_experiment.fn(game, clones))
-    write_analysis_run.fn(db, RunRecord(run_id=new_run_id("clones"), kind="clones", started_at=run.started_at,
-                                        finished_at=run.finished_at, parameters={"source_run_id": run.run_id}),
-                          frames)
+    write_analysis_run.fn(
+        db,
+        RunRecord(
+            run_id=new_run_id("clones"),
+            kind="clones",
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            parameters={"source_run_id": run.run_id},
+        ),
+        frames,
+    )
     return db, run.run_id

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from eqarena import solvers
-from eqarena.solvers.cce.batched import batched_cce
 from eqarena.solvers.bootstrap.confidence import bootstrap_ratings, prompt_replicate, solve_king_ratings
+from eqarena.solvers.cce.batched import batched_cce
 from eqarena.solvers.games.normal_form import KING
 from eqarena.solvers.toys.games import simulated_battles
 
@@ -57,8 +57,7 @@ def test_padding_and_batch_composition_do_not_change_a_replicate():
     padded_tp = np.full(40, -np.inf)
     padded_tp[idx] = _log(targets[0])
     other = np.log(np.full(40, 1 / 40))
-    logs = [np.stack([padded_tp, other, padded_tp]), np.stack([_log(targets[1])] * 3),
-            np.stack([_log(targets[2])] * 3)]
+    logs = [np.stack([padded_tp, other, padded_tp]), np.stack([_log(targets[1])] * 3), np.stack([_log(targets[2])] * 3)]
     together = batched_cce(u, logs)
     warm = batched_cce(u, logs, warm=(together.alpha_prompt[1], together.alpha_king[1], together.alpha_rebel[1]))
     for out, k in ((alone, 0), (together, 0), (together, 2), (warm, 0)):

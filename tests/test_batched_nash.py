@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from eqarena import solvers
+from eqarena.solvers.bootstrap.confidence import ReplicateSolver, bootstrap_ratings
+from eqarena.solvers.bootstrap.replicates import replicate_game
 from eqarena.solvers.nash import batched as batched_nash_module
 from eqarena.solvers.nash._continuation import ContinuationOptions
 from eqarena.solvers.nash.batched import KEPT_ROWS, KEPT_ROWS_FROM, batched_nash, guard_compiles
-from eqarena.solvers.bootstrap.confidence import ReplicateSolver, bootstrap_ratings
 from eqarena.solvers.nash.limiting_logit import selection_targets
-from eqarena.solvers.bootstrap.replicates import replicate_game
 from eqarena.solvers.toys.games import simulated_battles
 
 pytestmark = pytest.mark.xdist_group("jax-batched")  # one process compiles the batched solvers
@@ -114,8 +114,9 @@ def test_one_lane_runs_its_late_attempts_on_the_prompts_that_carry_mass_and_ends
         reference = solvers.nash(game, target)
         assert end.diagnostics["kept_row_attempts"] > 0 and other.diagnostics["kept_row_attempts"] == 0
         assert end.exploitability <= 1e-6
-        for mine, vm, theirs in zip(end.marginals + end.ratings, other.marginals + other.ratings,
-                                    reference.marginals + reference.ratings):
+        for mine, vm, theirs in zip(
+            end.marginals + end.ratings, other.marginals + other.ratings, reference.marginals + reference.ratings
+        ):
             np.testing.assert_allclose(mine, theirs, atol=1e-9)
             np.testing.assert_allclose(mine, vm, atol=1e-9)
         assert end.diagnostics["limit"] == reference.diagnostics["limit"]

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from eqarena import solvers, warehouse
-from eqarena.options import BootstrapOptions, IngestOptions, RateOptions
 from eqarena.methods import RatingMethod, get_method, register, unregister
+from eqarena.options import BootstrapOptions, IngestOptions, RateOptions
+from eqarena.runtime.worker_pool import process_map
 from eqarena.solvers.bootstrap.confidence import (
     ReplicateSolver,
     Settling,
@@ -26,7 +27,6 @@ from eqarena.solvers.bootstrap.confidence import (
 )
 from eqarena.solvers.games.normal_form import KING
 from eqarena.solvers.toys.games import simulated_battles
-from eqarena.runtime.worker_pool import process_map
 from eqarena.warehouse import ratings as store
 
 # Replicates per interval in the coverage checks: a 95% percentile interval from 50 replicates (bench/coverage.py
@@ -76,10 +76,12 @@ def test_cce_replicates_started_from_the_full_data_are_the_cold_solves(scheme):
     np.testing.assert_array_equal(started[0], expected)
 
 
-
 def test_twin_methods_share_a_unit_led_by_the_affinity_method():
-    assert twin_groups(["ne-shannon", "bt", "cce", "ne", "cce-shannon"]) == \
-        [("ne", "ne-shannon"), ("bt",), ("cce", "cce-shannon")]
+    assert twin_groups(["ne-shannon", "bt", "cce", "ne", "cce-shannon"]) == [
+        ("ne", "ne-shannon"),
+        ("bt",),
+        ("cce", "cce-shannon"),
+    ]
     assert twin_groups(["ne", "cce-shannon"]) == [("ne",), ("cce-shannon",)]  # different solvers: no twins
 
 
@@ -121,6 +123,7 @@ def test_a_twin_is_solved_only_where_its_target_differs(scheme):
         for name in methods:
             unregister(name)
 
+
 def test_rank_probabilities_share_ties_and_sum_to_one():
     exact = rank_probabilities(np.array([[0.0, 0.0, -1.0], [0.0, -0.5, -0.2]]))
     np.testing.assert_allclose(exact, [[0.75, 0.25, 0.0], [0.25, 0.25, 0.5], [0.0, 0.5, 0.5]])
@@ -129,8 +132,7 @@ def test_rank_probabilities_share_ties_and_sum_to_one():
     p = rank_probabilities(ratings)
     np.testing.assert_allclose(p.sum(axis=0), 1.0)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
-    b = bootstrap_ratings(solvers.synthetic_king_tensor(30, 5, seed=2), ["cce"], replicates=20,
-                          schemes=("prompts",))[0]
+    b = bootstrap_ratings(solvers.synthetic_king_tensor(30, 5, seed=2), ["cce"], replicates=20, schemes=("prompts",))[0]
     np.testing.assert_allclose(b.rank_probabilities.sum(axis=0), 1.0)
     np.testing.assert_allclose(b.rank_probabilities.sum(axis=1), 1.0)
     np.testing.assert_allclose(b.top_k[1], b.rank_probabilities[:, 0])
@@ -176,7 +178,7 @@ def test_judgment_replicates_draw_each_orders_posterior_around_the_cell():
     scores = battles["score"].reshape(6, 12, 4)  # (prompt, ordered pair, sample): _battles' order
     k = scores.shape[-1]
     mean = scores.sum(-1) / (k + 1)
-    sigma2 = ((scores ** 2).sum(-1) + 1.0) / (k + 1) - mean ** 2
+    sigma2 = ((scores**2).sum(-1) + 1.0) / (k + 1) - mean**2
     order_var = np.zeros((6, 4, 4))
     a, b = np.nonzero(~np.eye(4, dtype=bool))
     order_var[:, a, b] = sigma2 / (k + 2)
@@ -205,8 +207,12 @@ def test_same_seed_same_replicates_whatever_the_workers():
     a = bootstrap_ratings(u, ["ne", "cce"], seed=5, **kwargs)
     b = bootstrap_ratings(u, ["ne", "cce"], seed=5, map_units=process_map(2), **kwargs)
     c = bootstrap_ratings(u, ["ne", "cce"], seed=6, **kwargs)
-    assert [(r.method, r.scheme) for r in a] == [("ne", "prompts"), ("ne", "judgments"),
-                                                 ("cce", "prompts"), ("cce", "judgments")]
+    assert [(r.method, r.scheme) for r in a] == [
+        ("ne", "prompts"),
+        ("ne", "judgments"),
+        ("cce", "prompts"),
+        ("cce", "judgments"),
+    ]
     for x, y, z in zip(a, b, c):
         # Equal to rounding: the batched NE solver's XLA reductions follow the process's thread count.
         np.testing.assert_allclose(x.ratings, y.ratings, rtol=0, atol=1e-12)
@@ -227,8 +233,11 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
     others = {p.pid for p in psutil.Process().children()}  # a Prefect test server, a resource tracker
 
     def workers():  # the processes prewarm_workers started (not multiprocessing's resource tracker)
-        return [p for p in psutil.Process().children()
-                if p.pid not in others and "resource_tracker" not in " ".join(p.cmdline())]
+        return [
+            p
+            for p in psutil.Process().children()
+            if p.pid not in others and "resource_tracker" not in " ".join(p.cmdline())
+        ]
 
     def running(processes):
         return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
@@ -247,8 +256,11 @@ def test_workers_started_ahead_take_the_solver_and_give_the_same_replicates():
     assert len(unused) == 2
     from eqarena.runtime.worker_pool import _PREWARMED
 
-    blas = [lib for lib in _PREWARMED[0].pool.submit(threadpoolctl.threadpool_info).result(timeout=120)
-            if lib["user_api"] == "blas"]
+    blas = [
+        lib
+        for lib in _PREWARMED[0].pool.submit(threadpoolctl.threadpool_info).result(timeout=120)
+        if lib["user_api"] == "blas"
+    ]
     assert blas and all(lib["num_threads"] == 1 for lib in blas), blas  # NumPy's and SciPy's OpenBLAS alike
     release_prewarmed()
     psutil.wait_procs(unused, timeout=10)
@@ -309,9 +321,13 @@ def test_an_interrupt_between_units_stops_the_workers_before_it_propagates():
     others = {p.pid for p in psutil.Process().children()}
 
     def workers():
-        return [p for p in psutil.Process().children()
-                if p.pid not in others and "resource_tracker" not in " ".join(p.cmdline())
-                and p.status() != psutil.STATUS_ZOMBIE]
+        return [
+            p
+            for p in psutil.Process().children()
+            if p.pid not in others
+            and "resource_tracker" not in " ".join(p.cmdline())
+            and p.status() != psutil.STATUS_ZOMBIE
+        ]
 
     seen = []
 
@@ -321,8 +337,9 @@ def test_an_interrupt_between_units_stops_the_workers_before_it_propagates():
 
     u = solvers.synthetic_king_tensor(30, 4, seed=1)
     with pytest.raises(KeyboardInterrupt) as raised:
-        bootstrap_ratings(u, ["ne", "cce"], replicates=400, seed=5, schemes=("prompts",), map_units=process_map(2),
-                          progress=interrupt)
+        bootstrap_ratings(
+            u, ["ne", "cce"], replicates=400, seed=5, schemes=("prompts",), map_units=process_map(2), progress=interrupt
+        )
     assert len(seen) == 2  # the workers were at work when the interrupt came
     assert workers() == [], "the workers outlived the interrupt"
     assert raised.value is not None  # its traceback, which holds the bootstrap's frames, is still alive
@@ -349,22 +366,31 @@ def test_a_worker_runs_blas_on_one_thread_whenever_its_library_loaded():
 def test_settling_stops_at_a_prefix_of_the_same_replicates_and_says_why():
     u = solvers.synthetic_king_tensor(12, 3, seed=2)
     seen, seen_batched = [], []
-    bootstrap_ratings(u, ["ne", "cce"], replicates=40, seed=3, schemes=("prompts",), batched=False,
-                      progress=seen.append)
+    bootstrap_ratings(
+        u, ["ne", "cce"], replicates=40, seed=3, schemes=("prompts",), batched=False, progress=seen.append
+    )
     assert seen == [8, 16, 24, 32, 40]  # units of 8 replicates solved one by one
-    full = bootstrap_ratings(u, ["ne", "cce"], replicates=40, seed=3, schemes=("prompts",),
-                             progress=seen_batched.append)
+    full = bootstrap_ratings(
+        u, ["ne", "cce"], replicates=40, seed=3, schemes=("prompts",), progress=seen_batched.append
+    )
     assert seen_batched == [24, 40]  # units of 24 (a small game: NE replicates in batches)
     assert all(r.diagnostics["stopped"] == "all replicates" for r in full)
     # Any movement counts as settled: it stops at the first check from min_replicates on.
-    loose = bootstrap_ratings(u, ["ne", "cce"], replicates=40, seed=3, schemes=("prompts",),
-                              settling=Settling(tol=1e9, min_replicates=16, every=8))
+    loose = bootstrap_ratings(
+        u,
+        ["ne", "cce"],
+        replicates=40,
+        seed=3,
+        schemes=("prompts",),
+        settling=Settling(tol=1e9, min_replicates=16, every=8),
+    )
     assert all(len(r.ratings) == 16 and r.diagnostics["stopped"].startswith("settled") for r in loose)
     for short, long in zip(loose, full):
         np.testing.assert_array_equal(short.ratings, long.ratings[:16])
     # Nothing moves by less than 0: with tol 0 every replicate is solved.
-    strict = bootstrap_ratings(u, ["ne"], replicates=40, seed=3, schemes=("prompts",),
-                               settling=Settling(tol=0.0, min_replicates=16, every=8))
+    strict = bootstrap_ratings(
+        u, ["ne"], replicates=40, seed=3, schemes=("prompts",), settling=Settling(tol=0.0, min_replicates=16, every=8)
+    )
     assert strict[0].diagnostics["stopped"] == "all replicates"
     np.testing.assert_array_equal(strict[0].ratings, full[0].ratings)
 
@@ -389,8 +415,11 @@ def test_intervals_cover_the_population_rating():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method, seeds", [("ne", range(0, 12)), ("ne", range(12, 24)), ("cce", range(24))],
-                         ids=["ne-seeds-0-11", "ne-seeds-12-23", "cce"])
+@pytest.mark.parametrize(
+    "method, seeds",
+    [("ne", range(0, 12)), ("ne", range(12, 24)), ("cce", range(24))],
+    ids=["ne-seeds-0-11", "ne-seeds-12-23", "cce"],
+)
 def test_judgment_intervals_cover_the_ratings_of_the_expected_game(method, seeds):
     """Judge noise only: the prompts are fixed, the truth is the affinity ratings of the expected payoffs
     u, and the judged tensor holds 8 noisy verdicts per order. The "judgments" scheme's 95% interval must
@@ -401,8 +430,9 @@ def test_judgment_intervals_cover_the_ratings_of_the_expected_game(method, seeds
         u = solvers.synthetic_king_tensor(30, 4, seed=200 + seed, judgments=16)
         truth = _direct(method, u)
         judged, battles = simulated_battles(u, 8, np.random.default_rng(seed))
-        b = bootstrap_ratings(judged, [method], replicates=REPLICATES, seed=seed, schemes=("judgments",),
-                              battles=battles)[0]
+        b = bootstrap_ratings(
+            judged, [method], replicates=REPLICATES, seed=seed, schemes=("judgments",), battles=battles
+        )[0]
         hits.extend((b.lo - 1e-6 <= truth) & (truth <= b.hi + 1e-6))
         widths.append(np.mean(b.hi - b.lo))
     coverage = np.mean(hits)
@@ -416,14 +446,20 @@ def test_rate_run_writes_and_reads_back_the_tables(prefect_harness, tmp_path):
 
     db = str(tmp_path / "w.duckdb")
     ingest_flow(IngestOptions(source="vicuna80"), db)
-    result = rate_flow(RateOptions(dataset="vicuna80", judges=["prd:gpt4"], methods=["ne", "cce-shannon"],
-                                   bootstrap=BootstrapOptions(replicates=8, seed=3)), db)
+    result = rate_flow(
+        RateOptions(
+            dataset="vicuna80",
+            judges=["prd:gpt4"],
+            methods=["ne", "cce-shannon"],
+            bootstrap=BootstrapOptions(replicates=8, seed=3),
+        ),
+        db,
+    )
     con = warehouse.connect(db, read_only=True)
     try:
         intervals = store.read_rating_intervals(con, result.run_id)
         probs = store.read_rank_probabilities(con, result.run_id)
-        full = {(r.method, r.action): r.rating for r in store.read_ratings(con, result.run_id)
-                if r.player == "king"}
+        full = {(r.method, r.action): r.rating for r in store.read_ratings(con, result.run_id) if r.player == "king"}
     finally:
         con.close()
     keys = {(r.method, r.scheme) for r in intervals}

@@ -22,7 +22,12 @@ def _solved(method: str, seconds: float, equilibrium=True) -> Solved:
 
 
 def test_the_plan_states_the_cost_and_fits_the_time_limit():
-    solved = [_solved("bt", 5.0, equilibrium=False), _solved("ne", 2.0), _solved("cce", 1.0), _solved("ne-shannon", 0.0)]
+    solved = [
+        _solved("bt", 5.0, equilibrium=False),
+        _solved("ne", 2.0),
+        _solved("cce", 1.0),
+        _solved("ne-shannon", 0.0),
+    ]
     plan = replicate_plan(solved, BootstrapOptions(replicates=200, time_limit=0), schemes=2, workers=2)
     assert plan.replicates == 200 and plan.seconds == 3.0 * 2 / 2 * 200  # bt is not bootstrapped here
     assert "up to 200 replicates of 3 equilibrium methods x 2 schemes on 2 workers" in plan.line
@@ -42,8 +47,10 @@ def test_a_deadline_stops_the_bootstrap_with_the_replicates_done():
     np.testing.assert_array_equal(cut.ratings, full.ratings[: len(cut.ratings)])  # the same replicates, a prefix
 
 
-PREFERENCES = "\n".join(["instruction_idx,m1,m2,m3,m4,m5"] + [
-    f"{k}," + ",".join(f"{1.0 + ((k * 7 + 3 * j) % 11) / 10:.1f}" for j in range(1, 6)) for k in range(40)])
+PREFERENCES = "\n".join(
+    ["instruction_idx,m1,m2,m3,m4,m5"]
+    + [f"{k}," + ",".join(f"{1.0 + ((k * 7 + 3 * j) % 11) / 10:.1f}" for j in range(1, 6)) for k in range(40)]
+)
 
 
 def test_default_rate_on_a_baseline_only_table_solves_only_its_methods(tmp_path):
@@ -80,7 +87,8 @@ def test_units_are_batched_only_while_their_tensors_stay_small():
 def test_units_of_one_replicate_give_the_same_replicates():
     u = solvers.synthetic_king_tensor(20, 4, seed=8)
     default = bootstrap_ratings(u, ["ne", "cce"], replicates=10, seed=2, schemes=("prompts",), batched=False)
-    single = bootstrap_ratings(u, ["ne", "cce"], replicates=10, seed=2, schemes=("prompts",), batched=False,
-                               unit_size=1)
+    single = bootstrap_ratings(
+        u, ["ne", "cce"], replicates=10, seed=2, schemes=("prompts",), batched=False, unit_size=1
+    )
     for a, b in zip(default, single):
         np.testing.assert_allclose(b.ratings, a.ratings, atol=1e-12)

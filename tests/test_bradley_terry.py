@@ -10,6 +10,8 @@ from sklearn.linear_model import LogisticRegression
 from eqarena.solvers import bradley_terry, online_elo, score_to_outcome
 from eqarena.solvers.pairwise.bradley_terry import ELO_SCALE
 
+pytestmark = pytest.mark.unit
+
 
 def simulate(strengths: np.ndarray, battles: int, *, tie_rate: float = 0.0, seed: int = 0):
     """Battles between random distinct models; a decided battle follows the BT probability."""

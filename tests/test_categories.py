@@ -45,8 +45,12 @@ def rate(db: str, *args: str) -> tuple[str, str]:
 
 
 def king_ratings(db: str, run_id: str) -> dict[tuple[str, str], float]:
-    return {(m, a): r for m, a, r in query(
-        db, "SELECT method, action, rating FROM ratings WHERE run_id = ? AND player = 'king'", [run_id])}
+    return {
+        (m, a): r
+        for m, a, r in query(
+            db, "SELECT method, action, rating FROM ratings WHERE run_id = ? AND player = 'king'", [run_id]
+        )
+    }
 
 
 # ------------------------------------------------------------------------------------- vicuna80
@@ -67,13 +71,30 @@ def vicuna(tmp_path_factory):
 
 def test_per_category_ratings_equal_separate_category_runs(vicuna):
     db, _, by, _, alone = vicuna
-    stored = {(c, m, x): (r, k) for c, m, x, r, k in query(
-        db, "SELECT category, method, model_id, rating, rank FROM category_ratings WHERE run_id = ?", [by])}
-    assert {c for c, _, _ in stored} == {"generic", "knowledge", "roleplay", "common-sense", "fermi",
-                                          "counterfactual", "writing", "coding", "math"}
+    stored = {
+        (c, m, x): (r, k)
+        for c, m, x, r, k in query(
+            db, "SELECT category, method, model_id, rating, rank FROM category_ratings WHERE run_id = ?", [by]
+        )
+    }
+    assert {c for c, _, _ in stored} == {
+        "generic",
+        "knowledge",
+        "roleplay",
+        "common-sense",
+        "fermi",
+        "counterfactual",
+        "writing",
+        "coding",
+        "math",
+    }
     for category, run_id in alone.items():
-        separate = {(m, x): (r, k) for m, x, r, k in query(
-            db, "SELECT method, action, rating, rank FROM ratings WHERE run_id = ? AND player = 'king'", [run_id])}
+        separate = {
+            (m, x): (r, k)
+            for m, x, r, k in query(
+                db, "SELECT method, action, rating, rank FROM ratings WHERE run_id = ? AND player = 'king'", [run_id]
+            )
+        }
         assert {m for m, _ in separate} == set(METHODS)
         for (method, model), (rating, rank) in separate.items():
             by_rating, by_rank = stored[(category, method, model)]
@@ -85,9 +106,12 @@ def test_per_category_ratings_equal_separate_category_runs(vicuna):
 def test_the_full_run_is_unchanged_by_by(vicuna):
     db, plain, by, _, _ = vicuna
     full, with_groups = (
-        {(m, p, a): r for m, p, a, r in query(
-            db, "SELECT method, player, action, rating FROM ratings WHERE run_id = ?", [run_id])}
-        for run_id in (plain, by))
+        {
+            (m, p, a): r
+            for m, p, a, r in query(db, "SELECT method, player, action, rating FROM ratings WHERE run_id = ?", [run_id])
+        }
+        for run_id in (plain, by)
+    )
     assert full.keys() == with_groups.keys() and len(full) == len(METHODS) * 5 + 4 * (80 + 5)
     for key, rating in full.items():
         assert with_groups[key] == pytest.approx(rating, abs=1e-12), key
@@ -103,8 +127,10 @@ def test_a_category_run_is_a_run_of_its_prompts_never_taken_for_the_full_one(vic
     db, plain, by, _, alone = vicuna
     coding = alone["coding"]
     assert query(db, "SELECT count(DISTINCT prompt_id) FROM payoffs WHERE run_id = ?", [coding]) == [(7,)]
-    runs = {r: (json.loads(p), f) for r, p, f in query(db, "SELECT run_id, parameters, data_fingerprint FROM runs "
-                                                          "WHERE kind = 'rate'")}
+    runs = {
+        r: (json.loads(p), f)
+        for r, p, f in query(db, "SELECT run_id, parameters, data_fingerprint FROM runs WHERE kind = 'rate'")
+    }
     assert runs[coding][0]["category"] == "coding" and runs[plain][0]["category"] is None
     assert runs[by][0]["by"] == "category" and "by" not in runs[plain][0]
     ours = [plain, by, *alone.values()]
@@ -121,11 +147,17 @@ def test_a_category_run_is_a_run_of_its_prompts_never_taken_for_the_full_one(vic
 
 def test_console_prints_each_categorys_ranking_within_80_columns(vicuna):
     db, _, by, output, _ = vicuna
-    table = output[output.index("by category: NE ranking"):output.index("written to")]
-    table = table[:table.rindex("\n")]  # up to the line naming the run and its (temporary, long) path
+    table = output[output.index("by category: NE ranking") : output.index("written to")]
+    table = table[: table.rindex("\n")]  # up to the line naming the run and its (temporary, long) path
     assert max(len(line) for line in table.splitlines()) <= 80
-    tops = dict(query(db, "SELECT category, string_agg(model_id, ', ' ORDER BY model_id) FROM category_ratings "
-                          "WHERE run_id = ? AND method = 'ne' AND rank = 1 GROUP BY category", [by]))
+    tops = dict(
+        query(
+            db,
+            "SELECT category, string_agg(model_id, ', ' ORDER BY model_id) FROM category_ratings "
+            "WHERE run_id = ? AND method = 'ne' AND rank = 1 GROUP BY category",
+            [by],
+        )
+    )
     for category, top in tops.items():
         row = next(line for line in table.splitlines() if line.startswith(category + " "))
         assert row.split()[2].rstrip(",") == top.split(",")[0], row
@@ -134,11 +166,15 @@ def test_console_prints_each_categorys_ranking_within_80_columns(vicuna):
 
 def test_a_category_run_bootstraps_and_reports(vicuna, tmp_path):
     db = vicuna[0]
-    run_id, output = rate(db, "--dataset", "vicuna80", "-j", "prd:gpt4", "--category", "writing", "--bootstrap", "12",
-                          "--settle", "0")
+    run_id, output = rate(
+        db, "--dataset", "vicuna80", "-j", "prd:gpt4", "--category", "writing", "--bootstrap", "12", "--settle", "0"
+    )
     assert "u_king 10 prompts x 5 models" in output
-    intervals = query(db, "SELECT method, count(*) FROM rating_intervals WHERE run_id = ? AND scheme = 'prompts' "
-                          "GROUP BY method", [run_id])
+    intervals = query(
+        db,
+        "SELECT method, count(*) FROM rating_intervals WHERE run_id = ? AND scheme = 'prompts' GROUP BY method",
+        [run_id],
+    )
     assert dict(intervals) == {m: 5 for m in METHODS if m != "bt"}
     eqarena("report", "--db", db, "--run", run_id, "--out", str(tmp_path))
     html = (tmp_path / f"eqarena-{run_id}.html").read_text(encoding="utf-8")
@@ -153,8 +189,12 @@ def planted_table(path: Path, with_category: bool = True) -> Path:
     """Pairwise judgments of m1, m2, m3 in both orders: m1 beats both others on every 'code' prompt, m2 on
     every 'writing' prompt (m1 second there, m3 last everywhere); one 'misc' prompt; and 'partial', two
     prompts on which m1 and m3 never met."""
-    strength = {"code": ("m1", "m2", "m3"), "writing": ("m2", "m1", "m3"), "misc": ("m1", "m2", "m3"),
-                "partial": ("m2", "m1", "m3")}
+    strength = {
+        "code": ("m1", "m2", "m3"),
+        "writing": ("m2", "m1", "m3"),
+        "misc": ("m1", "m2", "m3"),
+        "partial": ("m2", "m1", "m3"),
+    }
     prompts = [("code", 4), ("writing", 4), ("misc", 1), ("partial", 2)]
     rows = []
     for category, count in prompts:
@@ -166,8 +206,15 @@ def planted_table(path: Path, with_category: bool = True) -> Path:
                     if a == b or (category == "partial" and {a, b} == {"m1", "m3"}):
                         continue
                     score = 1 if order.index(a) < order.index(b) else -1
-                    rows.append({"prompt_id": prompt, "model_a": a, "model_b": b, "score": score,
-                                 **({"category": category} if with_category else {})})
+                    rows.append(
+                        {
+                            "prompt_id": prompt,
+                            "model_a": a,
+                            "model_b": b,
+                            "score": score,
+                            **({"category": category} if with_category else {}),
+                        }
+                    )
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -222,25 +269,36 @@ def planted(tmp_path_factory):
     folder = tmp_path_factory.mktemp("planted")
     db = str(folder / "w.duckdb")
     eqarena("import", "pairwise", str(planted_table(folder / "planted.csv")), "--dataset", "planted", "--db", db)
-    run_id, output = rate(db, "--dataset", "planted", "--missing", "drop-prompts", "--bootstrap", "0",
-                          "--by", "category")
+    run_id, output = rate(
+        db, "--dataset", "planted", "--missing", "drop-prompts", "--bootstrap", "0", "--by", "category"
+    )
     return db, run_id, output, folder
 
 
 def test_planted_category_winners_top_their_categories(planted):
     db, run_id, _, _ = planted
-    tops = query(db, "SELECT category, method, string_agg(model_id, ',') FROM category_ratings "
-                     "WHERE run_id = ? AND rank = 1 GROUP BY ALL ORDER BY ALL", [run_id])
+    tops = query(
+        db,
+        "SELECT category, method, string_agg(model_id, ',') FROM category_ratings "
+        "WHERE run_id = ? AND rank = 1 GROUP BY ALL ORDER BY ALL",
+        [run_id],
+    )
     assert {(c, m): t for c, m, t in tops} == {
-        **{("code", m): "m1" for m in METHODS}, **{("writing", m): "m2" for m in METHODS}}
+        **{("code", m): "m1" for m in METHODS},
+        **{("writing", m): "m2" for m in METHODS},
+    }
     prompts = dict(query(db, "SELECT DISTINCT category, prompts FROM category_ratings WHERE run_id = ?", [run_id]))
     assert prompts == {"code": 4, "writing": 4}
 
 
 def test_skipped_categories_say_why(planted):
     db, run_id, output, _ = planted
-    groups = {c: (s, r, n) for c, s, r, n in query(
-        db, "SELECT category, status, reason, prompts FROM category_groups WHERE run_id = ?", [run_id])}
+    groups = {
+        c: (s, r, n)
+        for c, s, r, n in query(
+            db, "SELECT category, status, reason, prompts FROM category_groups WHERE run_id = ?", [run_id]
+        )
+    }
     assert groups["code"][0] == groups["writing"][0] == "rated"
     status, reason, prompts = groups["misc"]
     assert (status, prompts) == ("skipped", 1) and reason.startswith("1 prompt; a category is rated from 2")
@@ -278,26 +336,39 @@ def test_unknown_category_and_bad_flags_are_one_line_errors(planted):
     db = planted[0]
     before = query(db, "SELECT count(*) FROM runs WHERE kind = 'rate'")
     line = fails("rate", "--db", db, "--dataset", "planted", "--category", "poetry")
-    assert line == ("error: --category 'poetry': dataset 'planted' has no such category "
-                    "(its categories: code, misc, partial, writing)")
+    assert line == (
+        "error: --category 'poetry': dataset 'planted' has no such category "
+        "(its categories: code, misc, partial, writing)"
+    )
     line = fails("rate", "--db", db, "--dataset", "planted", "--category", "code", "--by", "category")
     assert line.startswith("error: --category and --by cannot be combined")
     assert fails("rate", "--db", db, "--dataset", "planted", "--by", "topic").startswith(
-        "error: --by must be one of category, cluster; got 'topic'")
+        "error: --by must be one of category, cluster; got 'topic'"
+    )
     assert fails("rate", "--db", db, "--dataset", "planted", "--by", "cluster").startswith(
-        "error: --by cluster: dataset 'planted' has no prompt clusters")
+        "error: --by cluster: dataset 'planted' has no prompt clusters"
+    )
     assert query(db, "SELECT count(*) FROM runs WHERE kind = 'rate'") == before
 
 
 def test_a_dataset_without_categories_is_a_clear_error(tmp_path):
     db = str(tmp_path / "w.duckdb")
-    eqarena("import", "pairwise", str(planted_table(tmp_path / "bare.csv", with_category=False)), "--dataset",
-            "bare", "--db", db)
+    eqarena(
+        "import",
+        "pairwise",
+        str(planted_table(tmp_path / "bare.csv", with_category=False)),
+        "--dataset",
+        "bare",
+        "--db",
+        db,
+    )
     for flags in (("--category", "code"), ("--by", "category")):
         line = fails("rate", "--db", db, "--dataset", "bare", "--missing", "drop-prompts", *flags)
         option = " ".join(flags) if flags[0] == "--by" else "--category"
-        assert line == (f"error: {option}: dataset 'bare' has no prompt categories (none of its 11 prompts has one "
-                        f"in table prompts); rate without {option}")
+        assert line == (
+            f"error: {option}: dataset 'bare' has no prompt categories (none of its 11 prompts has one "
+            f"in table prompts); rate without {option}"
+        )
     assert query(db, "SELECT count(*) FROM runs WHERE kind = 'rate'") == [(0,)]
     assert query(db, "SELECT count(*) FROM ratings") == [(0,)]
 
@@ -311,9 +382,11 @@ def test_many_groups_are_the_report_tables_rows():
 
     names = [f"k{k:02d}" for k in range(WIDE_UP_TO + 1)]
     groups = [GroupRow("cluster", n, 2, 2, 2, "rated", None) for n in names]
-    ratings = [GroupRating("cluster", n, "ne", m, r, rank, None, 2, 0.0)
-               for k, n in enumerate(names)
-               for m, r, rank in ((("a", 0.0, 1), ("b", -0.5, 2)) if k % 2 else (("b", 0.0, 1), ("a", -0.5, 2)))]
+    ratings = [
+        GroupRating("cluster", n, "ne", m, r, rank, None, 2, 0.0)
+        for k, n in enumerate(names)
+        for m, r, rank in ((("a", 0.0, 1), ("b", -0.5, 2)) if k % 2 else (("b", 0.0, 1), ("a", -0.5, 2)))
+    ]
     html = categories_section(SimpleNamespace(categories=category_table(groups, ratings), ratings=[]))
     section = CategorySection()
     section.feed(html)

@@ -153,9 +153,7 @@ def test_custom_target_minimises_relative_entropy():
     game = NormalFormGame(rng.uniform(-1, 1, size=(3, 3, 4, 2)))
     targets = [rng.dirichlet(np.ones(n)) for n in game.num_actions]
     eq = cce(game, target=targets)
-    log_t = sum(
-        np.log(t).reshape([-1 if j == i else 1 for j in range(3)]) for i, t in enumerate(targets)
-    ).ravel()
+    log_t = sum(np.log(t).reshape([-1 if j == i else 1 for j in range(3)]) for i, t in enumerate(targets)).ravel()
     a = reference_constraints(game.payoffs)
     x = cp.Variable(a.shape[1], nonneg=True)
     problem = cp.Problem(cp.Maximize(cp.sum(cp.entr(x)) + log_t @ x), [a @ x <= 0, cp.sum(x) == 1])
@@ -268,8 +266,12 @@ def test_a_start_from_a_nearby_games_multipliers_gives_the_same_cce_in_fewer_ste
         rows = np.sort(np.random.default_rng(replicate).choice(18, size=14, replace=False))
         game = koth_game(u[rows])
         cold = cce(game, target=target, backend=backend)
-        warm = cce(game, target=target, backend=backend,
-                   start=[full.multipliers[0][rows], full.multipliers[1], full.multipliers[2]])
+        warm = cce(
+            game,
+            target=target,
+            backend=backend,
+            start=[full.multipliers[0][rows], full.multipliers[1], full.multipliers[2]],
+        )
         assert warm.diagnostics["start"] == "used" and warm.exploitability <= 1e-8
         assert np.abs(warm.joint - cold.joint).max() <= 1e-8
         for a, b in zip(warm.ratings, cold.ratings):

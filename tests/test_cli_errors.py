@@ -12,14 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_llm_server import FakeLLMServer
+from ingest_inputs import write_arena_dir
 from typer.testing import CliRunner
 
 from eqarena import warehouse
 from eqarena.cli.app import app
 from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
-
-from fake_llm_server import FakeLLMServer
-from ingest_inputs import write_arena_dir
 
 EQARENA = Path(sys.executable).with_name("eqarena")
 
@@ -58,27 +57,48 @@ CASES = [
     ("status-missing-db", ["status", "--db", "{root}/none.duckdb"], "does not exist yet"),
     ("ingest-unknown-dataset", ["ingest", "-d", "no-such-dataset", "--db", "{one}"], "neither a bundled dataset"),
     ("ingest-broken-line", ["ingest", "-d", "{root}/broken", "--db", "{one}"], "m-new.jsonl:2: malformed JSON"),
-    ("judge-unknown-dataset", ["judge", "-j", "openai:gpt-4o-mini", "-d", "nope", "--db", "{one}"],
-     "dataset 'nope' has no prompts in the warehouse (datasets: arena)"),
-    ("judge-which-dataset", ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", "{two}"],
-     "the warehouse holds 2 datasets (arena, other): choose one with --dataset"),
-    ("judge-bad-spec", ["judge", "-j", "mystery", "-d", "arena", "--db", "{one}"],
-     "--judge 'mystery': expected openai:MODEL"),
+    (
+        "judge-unknown-dataset",
+        ["judge", "-j", "openai:gpt-4o-mini", "-d", "nope", "--db", "{one}"],
+        "dataset 'nope' has no prompts in the warehouse (datasets: arena)",
+    ),
+    (
+        "judge-which-dataset",
+        ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", "{two}"],
+        "the warehouse holds 2 datasets (arena, other): choose one with --dataset",
+    ),
+    (
+        "judge-bad-spec",
+        ["judge", "-j", "mystery", "-d", "arena", "--db", "{one}"],
+        "--judge 'mystery': expected openai:MODEL",
+    ),
     ("judge-missing-key", ["judge", "-j", "openai:gpt-4o-mini", "-d", "arena", "--db", "{one}"], "OPENAI_API_KEY"),
-    ("judge-plan-unknown-template", ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--template", "nope",
-                                     "-d", "arena", "--db", "{one}"], "template"),
-    ("judge-plan-unknown-model", ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--models", "m-new,zz",
-                                  "-d", "arena", "--db", "{one}"], "--models: no responses of zz"),
+    (
+        "judge-plan-unknown-template",
+        ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--template", "nope", "-d", "arena", "--db", "{one}"],
+        "template",
+    ),
+    (
+        "judge-plan-unknown-model",
+        ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--models", "m-new,zz", "-d", "arena", "--db", "{one}"],
+        "--models: no responses of zz",
+    ),
     ("rate-bad-methods", ["rate", "--methods", "ne,elo", "-d", "arena", "--db", "{one}"], "elo"),
     ("rate-unknown-judge", ["rate", "-j", "prd:nobody", "-d", "arena", "--db", "{one}"], "prd:nobody"),
-    ("rate-incomplete", ["rate", "-j", "prd:x", "-d", "arena", "--db", "{one}"],
-     "cover 0 of 5 (prompt, model pair) cells"),
+    (
+        "rate-incomplete",
+        ["rate", "-j", "prd:x", "-d", "arena", "--db", "{one}"],
+        "cover 0 of 5 (prompt, model pair) cells",
+    ),
     ("rate-which-dataset", ["rate", "--db", "{two}"], "choose one with --dataset"),
     ("report-unknown-run", ["report", "--run", "rate-nope", "--db", "{one}"], "rate-nope"),
     ("run-unknown-dataset", ["run", "-d", "no-such-dataset", "--db", "{one}"], "neither a bundled dataset"),
     ("run-unknown-analysis", ["run", "--analyses", "clones,bogus", "--db", "{one}"], "unknown analysis bogus"),
-    ("analyze-unknown-run", ["analyze", "clones", "--run", "rate-nope", "--db", "{one}"],
-     "no finished rate run 'rate-nope'"),
+    (
+        "analyze-unknown-run",
+        ["analyze", "clones", "--run", "rate-nope", "--db", "{one}"],
+        "no finished rate run 'rate-nope'",
+    ),
     ("analyze-bad-counts", ["analyze", "clones", "--n", "0,-5", "--db", "{one}"], "--n takes comma-separated"),
 ]
 
@@ -116,9 +136,14 @@ def test_error_after_a_temporary_prefect_server_is_still_one_line(warehouses):
     _assert_one_line_error(result, "prd:nobody")
 
 
-@pytest.mark.parametrize("spec, keys", [("openai-compatible:judge@{url}/v1", {}),
-                                        ("gemini:gemini-2.0-flash@{url}", {"GEMINI_API_KEY": "wrong-key-000000"})],
-                         ids=["openai-compatible", "gemini"])
+@pytest.mark.parametrize(
+    "spec, keys",
+    [
+        ("openai-compatible:judge@{url}/v1", {}),
+        ("gemini:gemini-2.0-flash@{url}", {"GEMINI_API_KEY": "wrong-key-000000"}),
+    ],
+    ids=["openai-compatible", "gemini"],
+)
 @pytest.mark.parametrize("prefect_logging", ["INFO", "WARNING"])
 def test_a_refused_key_is_one_line(warehouses, tmp_path, spec, keys, prefect_logging):
     """HTTP 401 from the provider inside the judge flow. Prefect kept the failed run's context (its
@@ -143,8 +168,22 @@ def test_a_refused_key_in_the_main_job_is_one_line(warehouses, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "PREFECT_API_URL")}
     env["EQARENA_PROGRESS"] = "0"
     with FakeLLMServer(require_key="the-right-key") as server:
-        result = _run(["run", "-d", "{root}/arena", "-j", f"openai-compatible:judge@{server.url}/v1", "--yes",
-                       "--db", str(tmp_path / "w.duckdb"), "--out", str(tmp_path / "out")], warehouses, env)
+        result = _run(
+            [
+                "run",
+                "-d",
+                "{root}/arena",
+                "-j",
+                f"openai-compatible:judge@{server.url}/v1",
+                "--yes",
+                "--db",
+                str(tmp_path / "w.duckdb"),
+                "--out",
+                str(tmp_path / "out"),
+            ],
+            warehouses,
+            env,
+        )
         assert server.snapshot().requests >= 1
     lines = result.stderr.splitlines()
     assert result.returncode == 1, result.stderr
@@ -157,8 +196,9 @@ def test_judge_and_rate_use_the_only_dataset_and_say_so(warehouses, tmp_path):
     db = tmp_path / "arena-only.duckdb"
     runner = CliRunner()
     assert runner.invoke(app, ["ingest", "-d", str(warehouses["root"] / "other"), "--db", str(db)]).exit_code == 0
-    shown = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--json", "--db", str(db)], warehouses,
-                 dict(os.environ))
+    shown = _run(
+        ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--json", "--db", str(db)], warehouses, dict(os.environ)
+    )
     assert shown.returncode == 0, shown.stderr
     assert shown.stderr.splitlines() == ["dataset: other (the only one in the warehouse)"]
     plan = json.loads(shown.stdout)
@@ -167,13 +207,15 @@ def test_judge_and_rate_use_the_only_dataset_and_say_so(warehouses, tmp_path):
     assert rated.exit_code == 1
     assert rated.stderr.splitlines() == [
         "dataset: other (the only one in the warehouse)",
-        "error: no judgments on dataset 'other' yet: ingest recorded judgments or run `eqarena judge`"]
+        "error: no judgments on dataset 'other' yet: ingest recorded judgments or run `eqarena judge`",
+    ]
 
 
 def test_warehouse_in_use_is_one_line(warehouses, held_warehouse):
     db, pid, _ = held_warehouse
-    result = _run(["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", str(db), "--wait", "0"], warehouses,
-                  dict(os.environ))
+    result = _run(
+        ["judge", "-j", "openai:gpt-4o-mini", "--plan", "--db", str(db), "--wait", "0"], warehouses, dict(os.environ)
+    )
     _assert_one_line_error(result, f"database {db} is in use by process {pid}")
 
 
@@ -184,8 +226,12 @@ def warehouse_state(warehouses) -> dict:
     for key in ("one", "two"):
         con = warehouse.connect(warehouses[key], read_only=True)
         try:
-            tables = [r[0] for r in con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()]
+            tables = [
+                r[0]
+                for r in con.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+                ).fetchall()
+            ]
             state[key] = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables if t != "runs"}
             state[key]["runs"] = con.execute("SELECT count(*) FROM runs WHERE status <> 'failed'").fetchone()[0]
         finally:

@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from eqarena.cli.app import app
 
+pytestmark = pytest.mark.unit
+
 
 def _commands(group, path=()):
     for name, command in sorted(group.commands.items()):

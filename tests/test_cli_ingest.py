@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from ingest_inputs import answer_record, question_record, read_lines, snapshot, write_arena_dir
 from typer.testing import CliRunner
 
 from eqarena.cli.app import app
-
-from ingest_inputs import answer_record, question_record, read_lines, snapshot, write_arena_dir
 
 runner = CliRunner()
 EQARENA = Path(sys.executable).with_name("eqarena")
@@ -44,9 +43,14 @@ def test_ingest_then_status(db_path, prefect_harness):
     status = cli("status", "--json", "--db", str(db_path))
     assert status.exit_code == 0, status.output
     judges = ["prd:bard", "prd:claude", "prd:gpt35", "prd:gpt4", "prd:vicuna-13b"]
-    assert json.loads(status.stdout) == {"prompts": 80, "models": 5, "responses": 400,
-                                         "judgments": {j: 1600 for j in judges},
-                                         "coverage": {j: 1.0 for j in judges}, "unfinished_runs": []}
+    assert json.loads(status.stdout) == {
+        "prompts": 80,
+        "models": 5,
+        "responses": 400,
+        "judgments": {j: 1600 for j in judges},
+        "coverage": {j: 1.0 for j in judges},
+        "unfinished_runs": [],
+    }
     table = cli("status", "--db", str(db_path))
     assert table.exit_code == 0, table.output
     for judge in judges:
@@ -97,52 +101,83 @@ def _without(record: dict, *steps) -> dict:
 BAD_INPUTS = {
     "malformed JSON in questions": (
         lambda d: _edit(d / "question.jsonl", 1, '{"uid": "p1", "prompt": "unterminated'),
-        r"question\.jsonl:2: malformed JSON"),
+        r"question\.jsonl:2: malformed JSON",
+    ),
     "malformed JSON in answers": (
         lambda d: _edit(d / "model_answer" / "m-old.jsonl", 3, "{not json}"),
-        r"m-old\.jsonl:4: malformed JSON"),
+        r"m-old\.jsonl:4: malformed JSON",
+    ),
     "not an object": (
         lambda d: _edit(d / "model_answer" / "m-old.jsonl", 0, "[1, 2]"),
-        r"m-old\.jsonl:1: expected a JSON object, got list"),
+        r"m-old\.jsonl:1: expected a JSON object, got list",
+    ),
     "not UTF-8": (
         lambda d: _edit_bytes(d / "question.jsonl", 2, b'{"uid": "p2", "prompt": "caf\xe9"}'),
-        r"question\.jsonl:3: not UTF-8 text"),
+        r"question\.jsonl:3: not UTF-8 text",
+    ),
     "missing prompt text": (
         lambda d: _edit(d / "question.jsonl", 0, _json_line(_without(question_record("new", "p0", "x"), "prompt"))),
-        r"question\.jsonl:1: missing field prompt"),
+        r"question\.jsonl:1: missing field prompt",
+    ),
     "missing answer (new layout)": (
-        lambda d: _edit(d / "model_answer" / "m-new.jsonl", 2,
-                        _json_line(_without(answer_record("new", "p2", "m-new", "x"), "messages", 1, "content", "answer"))),
-        r"m-new\.jsonl:3: missing field messages\[-1\]\.content\.answer"),
+        lambda d: _edit(
+            d / "model_answer" / "m-new.jsonl",
+            2,
+            _json_line(_without(answer_record("new", "p2", "m-new", "x"), "messages", 1, "content", "answer")),
+        ),
+        r"m-new\.jsonl:3: missing field messages\[-1\]\.content\.answer",
+    ),
     "missing answer (old layout)": (
-        lambda d: _edit(d / "model_answer" / "m-old.jsonl", 4,
-                        _json_line(_without(answer_record("old", "p4", "m-old", "x"), "choices"))),
-        r"m-old\.jsonl:5: missing field choices\[0\]\.turns\[0\]\.content"),
+        lambda d: _edit(
+            d / "model_answer" / "m-old.jsonl",
+            4,
+            _json_line(_without(answer_record("old", "p4", "m-old", "x"), "choices")),
+        ),
+        r"m-old\.jsonl:5: missing field choices\[0\]\.turns\[0\]\.content",
+    ),
     "missing model": (
-        lambda d: _edit(d / "model_answer" / "m-new.jsonl", 1,
-                        _json_line(_without(answer_record("new", "p1", "m-new", "x"), "model"))),
-        r"m-new\.jsonl:2: missing field model"),
+        lambda d: _edit(
+            d / "model_answer" / "m-new.jsonl",
+            1,
+            _json_line(_without(answer_record("new", "p1", "m-new", "x"), "model")),
+        ),
+        r"m-new\.jsonl:2: missing field model",
+    ),
     "answer of the wrong type": (
-        lambda d: _edit(d / "model_answer" / "m-new.jsonl", 0, _json_line(
-            answer_record("new", "p0", "m-new", "x") | {"messages": [{"content": {"answer": 42}}]})),
-        r"m-new\.jsonl:1: field messages\[-1\]\.content\.answer must be a string, got int"),
+        lambda d: _edit(
+            d / "model_answer" / "m-new.jsonl",
+            0,
+            _json_line(answer_record("new", "p0", "m-new", "x") | {"messages": [{"content": {"answer": 42}}]}),
+        ),
+        r"m-new\.jsonl:1: field messages\[-1\]\.content\.answer must be a string, got int",
+    ),
     "duplicate prompt": (
         lambda d: _edit(d / "question.jsonl", 3, _json_line(question_record("new", "p1", "again"))),
-        r"question\.jsonl:4: duplicate prompt 'p1' \(first at line 2\)"),
+        r"question\.jsonl:4: duplicate prompt 'p1' \(first at line 2\)",
+    ),
     "duplicate answer": (
         lambda d: _edit(d / "model_answer" / "m-new.jsonl", 4, _json_line(answer_record("new", "p0", "m-new", "x"))),
-        r"m-new\.jsonl:5: duplicate answer of model 'm-new' to prompt 'p0' \(first at line 1\)"),
+        r"m-new\.jsonl:5: duplicate answer of model 'm-new' to prompt 'p0' \(first at line 1\)",
+    ),
     "answer for an unknown prompt": (
         lambda d: _edit(d / "model_answer" / "m-old.jsonl", 1, _json_line(answer_record("old", "p99", "m-old", "x"))),
-        r"m-old\.jsonl:2: answer for unknown prompt 'p99' \(not in .*question\.jsonl\)"),
+        r"m-old\.jsonl:2: answer for unknown prompt 'p99' \(not in .*question\.jsonl\)",
+    ),
     "two files disagree": (
-        lambda d: (d / "model_answer" / "z-copy.jsonl").write_text("\n".join(
-            _json_line(answer_record("new", p, "m-new", "different" if p == "p2" else
-                                     f"answer of m-new to {p}: ünïcode ✓")) for p in ("p0", "p1", "p2"))),
-        r"z-copy\.jsonl:3: answer of model 'm-new' to prompt 'p2' differs from the one at .*m-new\.jsonl:3"),
+        lambda d: (d / "model_answer" / "z-copy.jsonl").write_text(
+            "\n".join(
+                _json_line(
+                    answer_record("new", p, "m-new", "different" if p == "p2" else f"answer of m-new to {p}: ünïcode ✓")
+                )
+                for p in ("p0", "p1", "p2")
+            )
+        ),
+        r"z-copy\.jsonl:3: answer of model 'm-new' to prompt 'p2' differs from the one at .*m-new\.jsonl:3",
+    ),
     "no question file": (
         lambda d: (d / "question.jsonl").unlink(),
-        r"bad: not an arena-hard directory \(no question\.jsonl\)"),
+        r"bad: not an arena-hard directory \(no question\.jsonl\)",
+    ),
 }
 
 
@@ -194,18 +229,24 @@ def test_console_script_broken_line(tmp_path, db_path, prefect_harness):
     from prefect.settings import get_current_settings
 
     env = dict(os.environ, PREFECT_API_URL=str(get_current_settings().api.url))
-    run = lambda *args: subprocess.run([str(EQARENA), *args, "--db", str(db_path)], capture_output=True,  # noqa: E731
-                                       text=True, env=env, timeout=600)
+
+    def run(*args):
+        return subprocess.run(
+            [str(EQARENA), *args, "--db", str(db_path)], capture_output=True, text=True, env=env, timeout=600
+        )
+
     good = cli("ingest", "--dataset", str(write_arena_dir(tmp_path / "arena")), "--db", str(db_path))
     assert good.exit_code == 0 and "arena: 17 new, 0 unchanged, 0 changed" in good.stdout, good.output
     status_before = cli("status", "--json", "--db", str(db_path)).stdout
     _edit(tmp_path / "arena" / "model_answer" / "m-new.jsonl", 2, '{"uid": "p2", "model": "m-new", "messages": [')
-    _edit(tmp_path / "arena" / "model_answer" / "m-old.jsonl", 2, _json_line(answer_record("old", "p2", "m-old", "new")))
+    _edit(
+        tmp_path / "arena" / "model_answer" / "m-old.jsonl", 2, _json_line(answer_record("old", "p2", "m-old", "new"))
+    )
     broken = run("ingest", "--dataset", str(tmp_path / "arena"))
     assert broken.returncode == 1
     assert broken.stderr.splitlines() == [
-        f"error: {tmp_path / 'arena' / 'model_answer' / 'm-new.jsonl'}:3: malformed JSON "
-        "(Expecting value at column 46)"]
+        f"error: {tmp_path / 'arena' / 'model_answer' / 'm-new.jsonl'}:3: malformed JSON (Expecting value at column 46)"
+    ]
     assert broken.stdout == ""
     status_after = run("status", "--json")
     assert status_after.returncode == 0 and json.loads(status_after.stdout) == json.loads(status_before)

@@ -17,8 +17,10 @@ def _record(name: str, level: int) -> logging.LogRecord:
 def test_prefect_puts_its_console_handler_on_the_root_logger():
     """What `quiet_prefect` relies on, in a process as the command line's once it imports flows (no other
     handler on the root logger; under pytest, Prefect leaves the root logger to pytest's handlers)."""
-    probe = ("import logging; from prefect import flow; from prefect.logging.handlers import PrefectConsoleHandler; "
-             "print(sum(isinstance(h, PrefectConsoleHandler) for h in logging.getLogger().handlers))")
+    probe = (
+        "import logging; from prefect import flow; from prefect.logging.handlers import PrefectConsoleHandler; "
+        "print(sum(isinstance(h, PrefectConsoleHandler) for h in logging.getLogger().handlers))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"

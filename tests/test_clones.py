@@ -10,8 +10,6 @@ import pytest
 
 from eqarena.datasets.bundled import SEEDS_DIR
 from eqarena.solvers import koth_game, synthetic_king_tensor
-from eqarena.solvers.pairwise.bradley_terry import fit_bradley_terry, tensor_battles
-from eqarena.solvers.cce.max_entropy import cce
 from eqarena.solvers.analyses.clones import (
     CloneOutcome,
     adversarial_weights,
@@ -23,7 +21,9 @@ from eqarena.solvers.analyses.clones import (
     sample_clone_sources,
     with_clones,
 )
+from eqarena.solvers.cce.max_entropy import cce
 from eqarena.solvers.nash.limiting_logit import nash
+from eqarena.solvers.pairwise.bradley_terry import fit_bradley_terry, tensor_battles
 
 KING = 1
 VICUNA_JUDGMENTS = SEEDS_DIR / "vicuna80" / "judgments.jsonl.gz"
@@ -244,7 +244,12 @@ def test_injected_solver_and_original_solved_once():
     outcomes = clone_experiment(u, 0, ns_exact=(0, 5), ns_noisy=(0, 5, 10), methods=("bt",), solve=solve)
     assert calls == [("bt", 20), ("bt", 25), ("bt", 25), ("bt", 30)]
     assert [(o.variant, o.n_clones) for o in outcomes] == [
-        ("exact", 0), ("exact", 5), ("noisy", 0), ("noisy", 5), ("noisy", 10)]
+        ("exact", 0),
+        ("exact", 5),
+        ("noisy", 0),
+        ("noisy", 5),
+        ("noisy", 10),
+    ]
     assert all(o.exploitability is None for o in outcomes)
     np.testing.assert_array_equal(outcomes[0].ranks, [1, 2, 3, 4])
 
@@ -256,12 +261,16 @@ def _outcome(variant, n, method, ranks):
 
 def test_clone_verdict_wording():
     outcomes = [
-        _outcome("exact", 0, "bt", [1, 2, 3]), _outcome("exact", 250, "bt", [2, 1, 3]),
+        _outcome("exact", 0, "bt", [1, 2, 3]),
+        _outcome("exact", 250, "bt", [2, 1, 3]),
         _outcome("exact", 500, "bt", [3, 1, 2]),
-        _outcome("noisy", 0, "bt", [1, 2, 3]), _outcome("noisy", 250, "bt", [1, 2, 3]),
+        _outcome("noisy", 0, "bt", [1, 2, 3]),
+        _outcome("noisy", 250, "bt", [1, 2, 3]),
         _outcome("noisy", 500, "bt", [1, 3, 2]),
-        _outcome("exact", 0, "ne", [2, 1, 3]), _outcome("exact", 500, "ne", [1, 2, 3]),
-        _outcome("exact", 0, "cce", [1, 1, 2]), _outcome("exact", 500, "cce", [1, 1, 2]),
+        _outcome("exact", 0, "ne", [2, 1, 3]),
+        _outcome("exact", 500, "ne", [1, 2, 3]),
+        _outcome("exact", 0, "cce", [1, 1, 2]),
+        _outcome("exact", 500, "cce", [1, 1, 2]),
     ]
     verdicts = clone_verdicts(outcomes, 0, ["gemini", "gpt", "llama"])
     assert verdicts["bt"] == (

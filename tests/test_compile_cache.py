@@ -30,8 +30,9 @@ print(out.diagnostics["max_exploitability"])
 
 def _run(code: str, **env: str) -> str:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "EQARENA_JAX", "XDG_CACHE"))}
-    out = subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
-                         timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=300, check=True
+    )
     return out.stdout.strip()
 
 

@@ -20,6 +20,8 @@ from eqarena.solvers import (
 )
 from eqarena.solvers.nash.limiting_logit import nash
 
+pytestmark = pytest.mark.unit
+
 
 def brute_force_delta(payoffs: np.ndarray, joint: np.ndarray, i: int, j: int) -> np.ndarray:
     """delta(a'_i, a_j) = sum_{a_-j} x(a) [u_i(a'_i, a_j, a_-i,-j) - u_i(a)] by enumeration."""

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_group_game import planted_log
 
 from eqarena import solvers
+from eqarena.runtime.dask_pool import dask_map
 from eqarena.solvers.bootstrap.confidence import Settling, bootstrap_ratings
 from eqarena.solvers.sparse.group_game import GroupCells, GroupReplicates
 from eqarena.solvers.toys.games import simulated_battles
-from eqarena.runtime.dask_pool import dask_map
-
-from test_group_game import planted_log
 
 pytestmark = pytest.mark.integration
 
@@ -50,8 +49,16 @@ def test_group_game_replicates_refit_on_the_workers(cluster_address):
 def test_a_settled_bootstrap_cancels_the_units_left(cluster_address):
     u = solvers.synthetic_king_tensor(20, 4, seed=5)
     settle = Settling(tol=1e9, min_replicates=16, every=8)  # settles at the first check it may
-    out = bootstrap_ratings(u, ["cce"], replicates=400, seed=0, schemes=("prompts",), settling=settle,
-                            map_units=dask_map(cluster_address), batched=False)[0]
+    out = bootstrap_ratings(
+        u,
+        ["cce"],
+        replicates=400,
+        seed=0,
+        schemes=("prompts",),
+        settling=settle,
+        map_units=dask_map(cluster_address),
+        batched=False,
+    )[0]
     assert out.diagnostics["stopped"].startswith("settled") and len(out.ratings) == 16
     from distributed import Client
 

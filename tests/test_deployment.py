@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import query
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -36,8 +35,13 @@ def prefect_server(tmp_path_factory):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
-    server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}/api"
     try:
         deadline = time.monotonic() + 180
@@ -65,8 +69,9 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def prefect(env: dict, *args: str, timeout: float = 300, cwd: Path = REPO_ROOT) -> str:
-    done = subprocess.run([str(BIN / "prefect"), *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [str(BIN / "prefect"), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -88,14 +93,20 @@ def test_prefect_yaml_deployment_runs_on_a_process_worker(prefect_server, tmp_pa
     prefect(env, "work-pool", "create", "eqarena", "--type", "process")
     prefect(env, "deploy", "--all", "--no-prompt")
     db, out = tmp_path / "w.duckdb", tmp_path / "out"
-    options = {"source": "vicuna80", "judge": "prd:gpt4", "out_dir": str(out), "analyses": {"run": []},
-               "rate": {"bootstrap": {"replicates": 20}}}
+    options = {
+        "source": "vicuna80",
+        "judge": "prd:gpt4",
+        "out_dir": str(out),
+        "analyses": {"run": []},
+        "rate": {"bootstrap": {"replicates": 20}},
+    }
     flow_run_id = trigger(env, "refresh/nightly-refresh", {"db": str(db), "options": options})
     # The worker runs in another directory: the deployment's pull step moves the run to EQARENA_HOME.
     prefect(env, "worker", "start", "--pool", "eqarena", "--run-once", cwd=tmp_path)
     assert flow_run_state(env, "refresh/nightly-refresh", flow_run_id) == "COMPLETED"
-    ((rate_run, flow_run),) = query(db, "SELECT parameters->>'rate_run_id', flow_run_id FROM runs "
-                                        "WHERE kind = 'refresh'")
+    ((rate_run, flow_run),) = query(
+        db, "SELECT parameters->>'rate_run_id', flow_run_id FROM runs WHERE kind = 'refresh'"
+    )
     assert flow_run == flow_run_id
     assert (out / f"eqarena-{rate_run}.html").is_file()
     assert query(db, "SELECT count(DISTINCT model_id) FROM latest_model_ratings")[0][0] == 5
@@ -103,10 +114,29 @@ def test_prefect_yaml_deployment_runs_on_a_process_worker(prefect_server, tmp_pa
 
 def test_serve_runs_a_triggered_refresh(prefect_server, tmp_path):
     db, out = tmp_path / "w.duckdb", tmp_path / "out"
-    serve = subprocess.Popen([str(BIN / "eqarena"), "serve", "--name", "test-serve", "--cron", "0 3 * * *",
-                              "--db", str(db), "--out", str(out), "--analyses", "none", "--bootstrap", "20"],
-                             env=prefect_server, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True)
+    serve = subprocess.Popen(
+        [
+            str(BIN / "eqarena"),
+            "serve",
+            "--name",
+            "test-serve",
+            "--cron",
+            "0 3 * * *",
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+            "--analyses",
+            "none",
+            "--bootstrap",
+            "20",
+        ],
+        env=prefect_server,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # the deployment exists once serve has registered it
@@ -130,7 +160,8 @@ def test_serve_runs_a_triggered_refresh(prefect_server, tmp_path):
 
 
 def test_serve_rejects_a_bad_cron(tmp_path):
-    done = subprocess.run([str(BIN / "eqarena"), "serve", "--cron", "every night"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [str(BIN / "eqarena"), "serve", "--cron", "every night"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 1
     assert done.stderr.strip() == "error: --cron 'every night' is not a cron expression (e.g. '0 3 * * *')"

@@ -8,14 +8,13 @@ import re
 import cvxpy as cp
 import numpy as np
 import pytest
+from conftest import query
 from typer.testing import CliRunner
 
 from eqarena.cli.app import app
 from eqarena.solvers import NormalFormGame, chicken, koth_game, rps, synthetic_king_tensor
-from eqarena.solvers.cce.max_entropy import joint_deviation_gains
 from eqarena.solvers.cce.deviation import deviation
-
-from conftest import query
+from eqarena.solvers.cce.max_entropy import joint_deviation_gains
 
 
 def reference_ratings(payoffs: np.ndarray, tol: float = 1e-6) -> np.ndarray:
@@ -102,8 +101,7 @@ def test_ratings_are_the_gains_of_the_returned_cce():
 
 def test_backends_agree():
     game = koth_game(synthetic_king_tensor(15, 4, seed=4))
-    np.testing.assert_allclose(flat(deviation(game).ratings), flat(deviation(game, backend="scipy").ratings),
-                               atol=1e-7)
+    np.testing.assert_allclose(flat(deviation(game).ratings), flat(deviation(game, backend="scipy").ratings), atol=1e-7)
 
 
 # -------------------------------------------------------------------------------- closed forms
@@ -177,27 +175,47 @@ def test_rate_methods_deviation_through_the_cli(prefect_harness, tmp_path):
     db = str(tmp_path / "w.duckdb")
     cli = CliRunner()
     assert cli.invoke(app, ["ingest", "--db", db]).exit_code == 0
-    rated = cli.invoke(app, ["rate", "--methods", "deviation,cce", "--judge", "prd:gpt4", "--bootstrap", "2",
-                             "--db", db])
+    rated = cli.invoke(
+        app, ["rate", "--methods", "deviation,cce", "--judge", "prd:gpt4", "--bootstrap", "2", "--db", db]
+    )
     assert rated.exit_code == 0, rated.output
     run_id = re.search(r"run (rate-\S+) written", rated.stdout).group(1)
-    counts = dict(((p, n) for p, n in query(
-        db, "SELECT player, count(*) FROM ratings WHERE run_id = ? AND method = 'deviation' GROUP BY ALL", [run_id])))
+    counts = dict(
+        (
+            (p, n)
+            for p, n in query(
+                db,
+                "SELECT player, count(*) FROM ratings WHERE run_id = ? AND method = 'deviation' GROUP BY ALL",
+                [run_id],
+            )
+        )
+    )
     assert counts == {"prompt": 80, "king": 5, "rebel": 5}
-    assert query(db, "SELECT solution_concept, target, solver FROM equilibria WHERE run_id = ? "
-                     "AND method = 'deviation'", [run_id]) == [("cce", "strictest", "lexicographic_lp")]
-    (exploitability,), = query(db, "SELECT exploitability FROM equilibria WHERE run_id = ? AND method = 'deviation'",
-                               [run_id])
+    assert query(
+        db,
+        "SELECT solution_concept, target, solver FROM equilibria WHERE run_id = ? AND method = 'deviation'",
+        [run_id],
+    ) == [("cce", "strictest", "lexicographic_lp")]
+    ((exploitability,),) = query(
+        db, "SELECT exploitability FROM equilibria WHERE run_id = ? AND method = 'deviation'", [run_id]
+    )
     assert exploitability == 0.0
-    king = dict(query(db, "SELECT action, rating FROM ratings WHERE run_id = ? AND method = 'deviation' "
-                          "AND player = 'king'", [run_id]))
+    king = dict(
+        query(
+            db,
+            "SELECT action, rating FROM ratings WHERE run_id = ? AND method = 'deviation' AND player = 'king'",
+            [run_id],
+        )
+    )
     assert max(king.values()) <= 1e-9  # ratings at a CCE
-    assert query(db, "SELECT count(DISTINCT scheme) FROM rating_intervals WHERE run_id = ? "
-                     "AND method = 'deviation'", [run_id]) == [(2,)]
+    assert query(
+        db, "SELECT count(DISTINCT scheme) FROM rating_intervals WHERE run_id = ? AND method = 'deviation'", [run_id]
+    ) == [(2,)]
     # Exact copies of PRD prompts leave every original rating unchanged; the clone analysis and the report
     # take the method like any other.
-    prompts = sorted({p for (p,) in query(db, "SELECT DISTINCT prompt_id FROM payoffs WHERE run_id = ?", [run_id])},
-                     key=int)
+    prompts = sorted(
+        {p for (p,) in query(db, "SELECT DISTINCT prompt_id FROM payoffs WHERE run_id = ?", [run_id])}, key=int
+    )
     models = sorted(king)
     u = np.zeros((len(prompts), len(models), len(models)))
     for p, i, j, v in query(db, "SELECT prompt_id, king, rebel, u_king FROM payoffs WHERE run_id = ?", [run_id]):
@@ -205,12 +223,27 @@ def test_rate_methods_deviation_through_the_cli(prefect_harness, tmp_path):
     copies = [0, 5, 5, 17, 42, 42, 42]
     base = deviation(koth_game(u), merge_clones=False).ratings
     cloned = deviation(koth_game(np.concatenate([u, u[copies]])), merge_clones=False).ratings
-    np.testing.assert_allclose(cloned[0][:len(prompts)], base[0], atol=1e-6)
+    np.testing.assert_allclose(cloned[0][: len(prompts)], base[0], atol=1e-6)
     for player in (1, 2):
         np.testing.assert_allclose(cloned[player], base[player], atol=1e-6)
     np.testing.assert_allclose([king[m] for m in models], base[1], atol=1e-6)  # as stored by rate
-    analysed = cli.invoke(app, ["analyze", "clones", "--run", run_id, "--n", "0,20", "--n-noisy", "0",
-                                "--db", db, "--out", str(tmp_path / "out")])
+    analysed = cli.invoke(
+        app,
+        [
+            "analyze",
+            "clones",
+            "--run",
+            run_id,
+            "--n",
+            "0,20",
+            "--n-noisy",
+            "0",
+            "--db",
+            db,
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert analysed.exit_code == 0, analysed.output
     assert "Deviation: exact: ranks unchanged up to 20 clones" in analysed.output
     report = (tmp_path / "out" / f"eqarena-{run_id}.html").read_text()

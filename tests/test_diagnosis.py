@@ -8,29 +8,46 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from conftest import query
+from degenerate_data import BASELINE, HUB, baseline_preferences, star_battles
 from typer.testing import CliRunner
 
 from eqarena.cli.app import app
 from eqarena.report.diagnosis import Evidence, diagnose
 
-from conftest import query
-from degenerate_data import BASELINE, HUB, baseline_preferences, star_battles
+pytestmark = pytest.mark.unit
 
 runner = CliRunner()
 
 
 def _table(rows: list[tuple]) -> pl.DataFrame:
     """(method, model, rank, rating, mass, imputed_share) rows as read_rating_table returns them."""
-    return pl.DataFrame(rows, schema={"method": pl.Utf8, "action": pl.Utf8, "rank": pl.Int64, "rating": pl.Float64,
-                                      "mass": pl.Float64, "imputed_share": pl.Float64}, orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "method": pl.Utf8,
+            "action": pl.Utf8,
+            "rank": pl.Int64,
+            "rating": pl.Float64,
+            "mass": pl.Float64,
+            "imputed_share": pl.Float64,
+        },
+        orient="row",
+    )
 
 
 def _evidence(table, support, prompt_mass=None, rebel_mass=None, payoffs=None, mean=None) -> Evidence:
     return Evidence("ne", table, support, prompt_mass or {}, rebel_mass or {}, payoffs or {}, mean or {}, {})
 
 
-CLEAN = [("ne", "a", 1, 0.0, 1.0, 0.0), ("ne", "b", 2, -0.4, 0.0, 0.0), ("ne", "c", 3, -0.7, 0.0, 0.0),
-         ("bt", "a", 1, 1100.0, None, None), ("bt", "b", 2, 1000.0, None, None), ("bt", "c", 3, 900.0, None, None)]
+CLEAN = [
+    ("ne", "a", 1, 0.0, 1.0, 0.0),
+    ("ne", "b", 2, -0.4, 0.0, 0.0),
+    ("ne", "c", 3, -0.7, 0.0, 0.0),
+    ("bt", "a", 1, 1100.0, None, None),
+    ("bt", "b", 2, 1000.0, None, None),
+    ("bt", "c", 3, 900.0, None, None),
+]
 
 
 def test_a_clean_answer_has_no_findings():
@@ -39,12 +56,25 @@ def test_a_clean_answer_has_no_findings():
 
 
 def test_one_king_explains_a_tie_below_it_and_names_the_method_that_orders_the_tied():
-    rows = [("ne", "a", 1, 0.0, 1.0, 0.0)] + [("ne", m, 2, -1.0, 0.0, 0.0) for m in "bcd"] + [
-        ("bt", "a", 1, 1200.0, None, None), ("bt", "b", 2, 1100.0, None, None), ("bt", "c", 3, 1000.0, None, None),
-        ("bt", "d", 4, 900.0, None, None)]
-    found = diagnose(_evidence(_table(rows), {"ne": {"king": (1, 4), "prompt": (22, 805)}},
-                               prompt_mass={"p1": 0.7, "p2": 0.3}, rebel_mass={"b": 1.0},
-                               payoffs={("p1", "a", "b"): (1.0, False)}))
+    rows = (
+        [("ne", "a", 1, 0.0, 1.0, 0.0)]
+        + [("ne", m, 2, -1.0, 0.0, 0.0) for m in "bcd"]
+        + [
+            ("bt", "a", 1, 1200.0, None, None),
+            ("bt", "b", 2, 1100.0, None, None),
+            ("bt", "c", 3, 1000.0, None, None),
+            ("bt", "d", 4, 900.0, None, None),
+        ]
+    )
+    found = diagnose(
+        _evidence(
+            _table(rows),
+            {"ne": {"king": (1, 4), "prompt": (22, 805)}},
+            prompt_mass={"p1": 0.7, "p2": 0.3},
+            rebel_mass={"b": 1.0},
+            payoffs={("p1", "a", "b"): (1.0, False)},
+        )
+    )
     tie = next(f for f in found.findings if "3 models tie at -1.000" in f)
     assert "b, c and d" in tie and "one king, a (king support 1 of 4)" in tie and "22 prompts" in tie
     assert not any("rests on" in f for f in found.findings)  # 22 of 805 prompts is 2.7%, not under 2%
@@ -65,7 +95,8 @@ def test_a_small_prompt_support_and_imputed_ratings_are_named_with_their_numbers
 def test_a_model_ranked_far_apart_by_ne_and_bt_is_explained_from_its_mass_and_mean_payoff():
     models = [f"m{k}" for k in range(8)]
     ne = [("ne", "m7", 1, 0.0, 0.8, 0.0), ("ne", "m0", 1, 0.0, 0.2, 0.0)] + [
-        ("ne", m, k + 2, -0.1 * (k + 1), 0.0, 0.0) for k, m in enumerate(models[1:7])]
+        ("ne", m, k + 2, -0.1 * (k + 1), 0.0, 0.0) for k, m in enumerate(models[1:7])
+    ]
     bt = [("bt", m, 8 - k, 1000.0 + k, None, None) for k, m in enumerate(models)]
     mean = {m: -0.5 + 0.1 * k for k, m in enumerate(models)}
     found = diagnose(_evidence(_table(ne + bt), {"ne": {"king": (2, 8), "prompt": (10, 100)}}, mean=mean))
@@ -88,10 +119,16 @@ def _stored_game(db, run_id):
     pi, mi = {p: k for k, p in enumerate(prompts)}, {m: k for k, m in enumerate(models)}
     for p, i, j, v, _ in cells:
         u[pi[p], mi[i], mi[j]] = v
-    mass = {(pl_, a): m for pl_, a, m in query(
-        db, "SELECT player, action, mass FROM equilibrium_marginals WHERE run_id = ? AND method = 'ne'", [run_id])}
-    xs = [np.array([mass.get((player, a), 0.0) for a in actions])
-          for player, actions in (("prompt", prompts), ("king", models), ("rebel", models))]
+    mass = {
+        (pl_, a): m
+        for pl_, a, m in query(
+            db, "SELECT player, action, mass FROM equilibrium_marginals WHERE run_id = ? AND method = 'ne'", [run_id]
+        )
+    }
+    xs = [
+        np.array([mass.get((player, a), 0.0) for a in actions])
+        for player, actions in (("prompt", prompts), ("king", models), ("rebel", models))
+    ]
     return prompts, models, u, xs
 
 
@@ -115,11 +152,18 @@ def _rate(tmp_path, fmt: str, source, dataset: str):
 
 
 def _facts(db, run_id):
-    ne = {a: (rank, share, mass) for a, rank, share, mass in query(
-        db, "SELECT action, rank, imputed_share, mass FROM ratings WHERE run_id = ? AND method = 'ne' "
-            "AND player = 'king'", [run_id])}
-    bt = dict(query(db, "SELECT action, rank FROM ratings WHERE run_id = ? AND method = 'bt' AND player = 'king'",
-                    [run_id]))
+    ne = {
+        a: (rank, share, mass)
+        for a, rank, share, mass in query(
+            db,
+            "SELECT action, rank, imputed_share, mass FROM ratings WHERE run_id = ? AND method = 'ne' "
+            "AND player = 'king'",
+            [run_id],
+        )
+    }
+    bt = dict(
+        query(db, "SELECT action, rank FROM ratings WHERE run_id = ? AND method = 'bt' AND player = 'king'", [run_id])
+    )
     return ne, bt
 
 
@@ -133,7 +177,7 @@ def _assert_explained(output: str, db, run_id, judged_everywhere: str):
     # judged against every other is not among them.
     mostly = {m for m, (_, share, _) in ne.items() if share > 0.5}
     assert mostly and judged_everywhere not in mostly
-    imputed = text[text.index("rest mostly on imputed cells"):]
+    imputed = text[text.index("rest mostly on imputed cells") :]
     for m in sorted(mostly, key=lambda m: (-ne[m][1], ne[m][0], m))[:4]:
         assert f"{m} {ne[m][1]:.0%}" in imputed
     # The prompt support: named when under 2% of the prompts.
@@ -170,7 +214,7 @@ def test_a_baseline_only_preference_table_is_rated_exactly_and_its_odd_answer_ex
     report = runner.invoke(app, ["report", "--db", str(db), "--out", str(tmp_path / "out")])
     assert report.exit_code == 0, report.output
     html = next((tmp_path / "out").glob("*.html")).read_text()
-    panel = html[html.index('id="verdict"'):html.index("</section>", html.index('id="verdict"'))]
+    panel = html[html.index('id="verdict"') : html.index("</section>", html.index('id="verdict"'))]
     assert "Read the NE with care" in panel and "rest mostly on imputed cells" in panel
     assert "The prompts deciding the NE" in panel
 
@@ -178,8 +222,9 @@ def test_a_baseline_only_preference_table_is_rated_exactly_and_its_odd_answer_ex
 def test_a_specialist_first_by_cce_and_far_down_by_bt_is_explained_by_its_cce_king_mass():
     models = [f"m{k}" for k in range(20)]  # m19 is the specialist: best CCE king, 18th on average
     ne = [("ne", m, k + 1, -0.05 * k, 1.0 if k == 0 else 0.0, 0.0) for k, m in enumerate(models)]
-    cce = [("cce", "m19", 1, 0.0, 0.4, 0.0)] + [("cce", m, k + 2, -0.05 * (k + 1), 0.6 / 19, 0.0)
-                                                   for k, m in enumerate(models[:19])]
+    cce = [("cce", "m19", 1, 0.0, 0.4, 0.0)] + [
+        ("cce", m, k + 2, -0.05 * (k + 1), 0.6 / 19, 0.0) for k, m in enumerate(models[:19])
+    ]
     mean = {m: -0.01 * k for k, m in enumerate(models)}
     mean["m19"], mean["m17"] = -0.175, -0.19  # 18th of 20
     found = diagnose(_evidence(_table(ne + cce), {"ne": {"king": (1, 20), "prompt": (40, 500)}}, mean=mean))

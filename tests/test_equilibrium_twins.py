@@ -5,6 +5,7 @@ where clones make it otherwise. The affinity targets are memoised by the game's 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from eqarena import solvers
 from eqarena.methods import get_method
@@ -12,11 +13,21 @@ from eqarena.solvers.games.entropy import affinity_targets
 from eqarena.tasks.rate import _solve_equilibrium, solved_twin
 from eqarena.warehouse.tensor import PayoffTensor
 
+pytestmark = pytest.mark.unit
+
 
 def _tensor(u: np.ndarray) -> PayoffTensor:
     p, m, _ = u.shape
-    return PayoffTensor("toy", ("judge",), tuple(f"p{k}" for k in range(p)), tuple(f"m{k}" for k in range(m)),
-                        u, np.ones(u.shape, bool), np.ones(u.shape, np.int64), "fingerprint")
+    return PayoffTensor(
+        "toy",
+        ("judge",),
+        tuple(f"p{k}" for k in range(p)),
+        tuple(f"m{k}" for k in range(m)),
+        u,
+        np.ones(u.shape, bool),
+        np.ones(u.shape, np.int64),
+        "fingerprint",
+    )
 
 
 def _solve_all(tensor: PayoffTensor, names) -> list:

@@ -15,16 +15,15 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import query
+from fake_llm_server import FakeLLMServer, plant_dataset, planted_prompt, planted_response
+from test_refresh import PROMPTS, arena_dir
 from typer.testing import CliRunner
 
-from conftest import query
 from eqarena import warehouse
 from eqarena.cli.app import app
 from eqarena.generation.plan import answer_messages
 from eqarena.llm.pricing import estimate_message_tokens
-
-from fake_llm_server import FakeLLMServer, plant_dataset, planted_prompt, planted_response
-from test_refresh import PROMPTS, arena_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUALITY = {"strong-1": 2.0, "late-4": 1.0, "middle-2": 0.0, "weak-3": -2.0}  # late-4 is generated
@@ -39,8 +38,12 @@ def cli(*args: str):
 
 def stored_answers(db, model: str) -> dict[str, tuple]:
     """prompt_id -> (text, generator, generation, tokens_in, tokens_out, run_id) of a model's answers."""
-    rows = query(db, "SELECT prompt_id, text, generator, generation, tokens_in, tokens_out, run_id FROM responses "
-                     "WHERE model_id = ?", [model])
+    rows = query(
+        db,
+        "SELECT prompt_id, text, generator, generation, tokens_in, tokens_out, run_id FROM responses "
+        "WHERE model_id = ?",
+        [model],
+    )
     assert len(rows) == len({r[0] for r in rows})
     return {r[0]: r[1:] for r in rows}
 
@@ -56,18 +59,45 @@ def toy_db(db_path):
 def test_generate_with_faults_then_refresh_judges_and_rates_only_the_new_model(prefect_harness, tmp_path):
     data = arena_dir(tmp_path / "arena", OLD_MODELS)
     db, out = tmp_path / "w.duckdb", tmp_path / "out"
-    with FakeLLMServer(QUALITY, noise=0.1, seed=3) as judge_server, \
-            FakeLLMServer(fault_first=4, fault_rate=0.2, stall_s=1.0, seed=5) as model_server:
-        refresh = ["refresh", "--dataset", data, "--judge", f"openai-compatible:judge-model@{judge_server.openai_base_url}",
-                   "--samples-per-order", "1", "--methods", "bt,ne", "--bootstrap", "20", "--analyses", "none",
-                   "--db", db, "--out", out]
+    with (
+        FakeLLMServer(QUALITY, noise=0.1, seed=3) as judge_server,
+        FakeLLMServer(fault_first=4, fault_rate=0.2, stall_s=1.0, seed=5) as model_server,
+    ):
+        refresh = [
+            "refresh",
+            "--dataset",
+            data,
+            "--judge",
+            f"openai-compatible:judge-model@{judge_server.openai_base_url}",
+            "--samples-per-order",
+            "1",
+            "--methods",
+            "bt,ne",
+            "--bootstrap",
+            "20",
+            "--analyses",
+            "none",
+            "--db",
+            db,
+            "--out",
+            out,
+        ]
         first = cli(*refresh)
         assert first.exit_code == 0, first.output + first.stderr
         before = judge_server.snapshot().paid_samples
         assert sum(before.values()) == len(PROMPTS) * 3 * 2
 
-        generate = ["generate", "--model", f"openai-compatible:late-4@{model_server.openai_base_url}",
-                    "--dataset", "arena", "--db", db, "--json", *FAST]
+        generate = [
+            "generate",
+            "--model",
+            f"openai-compatible:late-4@{model_server.openai_base_url}",
+            "--dataset",
+            "arena",
+            "--db",
+            db,
+            "--json",
+            *FAST,
+        ]
         made = cli(*generate)
         assert made.exit_code == 0, made.output + made.stderr
         outcome = json.loads(made.stdout)
@@ -97,14 +127,18 @@ def test_generate_with_faults_then_refresh_judges_and_rates_only_the_new_model(p
         assert second.exit_code == 0, second.output + second.stderr
         new = judge_server.snapshot().paid_samples - before
     # The judge asked exactly the cells involving late-4, once each: every prompt x 3 rivals x both orders.
-    assert new == {(p, *pair): 1 for p in PROMPTS for other in OLD_MODELS
-                   for pair in (("late-4", other), (other, "late-4"))}
+    assert new == {
+        (p, *pair): 1 for p in PROMPTS for other in OLD_MODELS for pair in (("late-4", other), (other, "late-4"))
+    }
     assert f"{len(new)} judge calls, new rate run" in second.output
     rate_runs = query(db, "SELECT run_id FROM runs WHERE kind = 'rate' ORDER BY started_at")
     assert len(rate_runs) == 2
     latest = rate_runs[-1][0]
-    rows = query(db, "SELECT method, model_id, rank, ci_lo, ci_hi FROM latest_model_ratings WHERE run_id = ? "
-                     "ORDER BY method, rank", [latest])
+    rows = query(
+        db,
+        "SELECT method, model_id, rank, ci_lo, ci_hi FROM latest_model_ratings WHERE run_id = ? ORDER BY method, rank",
+        [latest],
+    )
     bt = [model for method, model, *_ in rows if method == "bt"]
     assert bt == ["strong-1", "late-4", "middle-2", "weak-3"]  # its planted quality's place
     late = {method: (rank, lo, hi) for method, model, rank, lo, hi in rows if model == "late-4"}
@@ -116,14 +150,23 @@ def test_generate_with_faults_then_refresh_judges_and_rates_only_the_new_model(p
     # Style control reads the generated answers' texts like any other.
     styled = cli("rate", "--dataset", "arena", "--methods", "bt", "--style-control", "--bootstrap", "0", "--db", db)
     assert styled.exit_code == 0, styled.output + styled.stderr
-    assert query(db, "SELECT count(*) FROM latest_model_ratings WHERE method = 'bt-style' AND model_id = 'late-4'") \
-        == [(1,)]
+    assert query(db, "SELECT count(*) FROM latest_model_ratings WHERE method = 'bt-style' AND model_id = 'late-4'") == [
+        (1,)
+    ]
 
 
 def test_a_cap_stops_cleanly_and_a_rerun_asks_only_the_rest(prefect_harness, toy_db):
     with FakeLLMServer(empty_rate=0.3, seed=11) as server:
-        generate = ["generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db,
-                    "--concurrency", "1", *FAST]
+        generate = [
+            "generate",
+            "--model",
+            f"openai-compatible:new-3@{server.openai_base_url}",
+            "--db",
+            toy_db,
+            "--concurrency",
+            "1",
+            *FAST,
+        ]
         capped = cli(*generate, "--max-calls", "3")
         assert capped.exit_code == 0, capped.output + capped.stderr
         assert "stopped at the --max-calls cap" in capped.output and "run the same command again" in capped.output
@@ -158,9 +201,26 @@ def test_killed_mid_run_keeps_the_answers_and_a_rerun_pays_nothing_twice(prefect
     env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url)}
     with FakeLLMServer(hold_after=3) as server:
         spec = f"openai-compatible:new-3@{server.openai_base_url}"
-        child = subprocess.Popen([sys.executable, "-m", "eqarena.cli", "generate", "--model", spec, "--db", str(toy_db),
-                                  "--concurrency", "2", "--timeout", "60"], cwd=REPO_ROOT, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "eqarena.cli",
+                "generate",
+                "--model",
+                spec,
+                "--db",
+                str(toy_db),
+                "--concurrency",
+                "2",
+                "--timeout",
+                "60",
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         # 3 answers given, both request slots wait at the gate: every answer given has been read. Killed at
         # once, within the write buffer's commit delay: the last answers are in its journal only.
         wait_until_both_slots_wait(server, child)
@@ -186,9 +246,26 @@ def start_generate(server: FakeLLMServer, db) -> subprocess.Popen:
 
     env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url)}
     spec = f"openai-compatible:new-3@{server.openai_base_url}"
-    return subprocess.Popen([sys.executable, "-m", "eqarena.cli", "generate", "--model", spec, "--db", str(db),
-                             "--concurrency", "2", "--timeout", "60"], cwd=REPO_ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "eqarena.cli",
+            "generate",
+            "--model",
+            spec,
+            "--db",
+            str(db),
+            "--concurrency",
+            "2",
+            "--timeout",
+            "60",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def wait_until_both_slots_wait(server: FakeLLMServer, child: subprocess.Popen) -> None:
@@ -214,8 +291,7 @@ def test_ctrl_c_mid_run_stores_the_answers_in_flight_and_a_rerun_pays_nothing_tw
         assert set(stored_answers(toy_db, "new-3")) == {p for _, p in paid}
 
         server.configure(hold_after=None)
-        rerun = cli("generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db,
-                    *FAST)
+        rerun = cli("generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db, *FAST)
         assert rerun.exit_code == 0, rerun.output + rerun.stderr
         seen = server.snapshot()
     assert seen.paid_answers == {("new-3", p): 1 for p in TOY_PROMPTS}  # no prompt paid twice
@@ -227,16 +303,39 @@ def test_plan_numbers_and_json(prefect_harness, toy_db, tmp_path):
     prices = tmp_path / "prices.toml"
     prices.write_text('[openai-compatible."new-3"]\ninput = 1.0\noutput = 2.0\n')
     with FakeLLMServer() as server:
-        base = ["generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db,
-                "--prompts", "5", "--max-tokens", "100", "--prices", prices, *FAST]
+        base = [
+            "generate",
+            "--model",
+            f"openai-compatible:new-3@{server.openai_base_url}",
+            "--db",
+            toy_db,
+            "--prompts",
+            "5",
+            "--max-tokens",
+            "100",
+            "--prices",
+            prices,
+            *FAST,
+        ]
         shown = cli(*base, "--plan", "--json")
         assert shown.exit_code == 0, shown.output
         plan = json.loads(shown.stdout)
         tokens_in = sum(estimate_message_tokens(answer_messages(planted_prompt(p))) for p in TOY_PROMPTS[:5])
-        assert plan == {"model": "new-3", "generator": "openai-compatible:new-3", "dataset": "toy", "prompts": 5,
-                        "answered": 0, "pending": 0, "calls": 5, "unanswerable": 0, "tokens_in": tokens_in,
-                        "tokens_out": 500, "max_tokens": 100, "cost_usd": pytest.approx((tokens_in * 1.0 + 500 * 2.0) / 1e6),
-                        "batch": False}
+        assert plan == {
+            "model": "new-3",
+            "generator": "openai-compatible:new-3",
+            "dataset": "toy",
+            "prompts": 5,
+            "answered": 0,
+            "pending": 0,
+            "calls": 5,
+            "unanswerable": 0,
+            "tokens_in": tokens_in,
+            "tokens_out": 500,
+            "max_tokens": 100,
+            "cost_usd": pytest.approx((tokens_in * 1.0 + 500 * 2.0) / 1e6),
+            "batch": False,
+        }
         assert cli(*base, "--max-calls", "2").exit_code == 0
         text = cli(*base, "--plan")
         assert text.exit_code == 0
@@ -244,21 +343,39 @@ def test_plan_numbers_and_json(prefect_harness, toy_db, tmp_path):
         assert text.stdout.splitlines() == [
             "new-3 (openai-compatible:new-3) on toy: 2 of 5 prompts answered",
             f"plan: 3 calls, ~{left_in} input + at most 300 output tokens (100 per answer), "
-            f"${(left_in + 600) / 1e6:,.4f} at most"]
+            f"${(left_in + 600) / 1e6:,.4f} at most",
+        ]
         assert server.snapshot().generation_requests == 2  # plans send nothing
     # --max-cost reserves each answer at --max-tokens and settles it at its usage: it stops before the cap.
     cap = 2.5 * plan["cost_usd"] / 5
     with FakeLLMServer() as server:
-        capped = cli("generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db,
-                     "--max-tokens", "100", "--prices", prices, "--max-cost", f"{cap:.8f}", "--concurrency", "1",
-                     "--json", *FAST)
+        capped = cli(
+            "generate",
+            "--model",
+            f"openai-compatible:new-3@{server.openai_base_url}",
+            "--db",
+            toy_db,
+            "--max-tokens",
+            "100",
+            "--prices",
+            prices,
+            "--max-cost",
+            f"{cap:.8f}",
+            "--concurrency",
+            "1",
+            "--json",
+            *FAST,
+        )
         assert capped.exit_code == 0, capped.output + capped.stderr
         outcome = json.loads(capped.stdout)
         asked = server.snapshot().paid_answers
     assert outcome["stopped_by"] == "max-cost" and "stopped at the --max-cost cap" in outcome["message"]
     assert 2 <= len(asked) == outcome["stats"]["ok"] < len(TOY_PROMPTS) - 2
-    usage = query(toy_db, "SELECT sum(tokens_in) * 1e-6 + sum(tokens_out) * 2e-6 FROM responses WHERE run_id = ?",
-                  [outcome["run_id"]])[0][0]
+    usage = query(
+        toy_db,
+        "SELECT sum(tokens_in) * 1e-6 + sum(tokens_out) * 2e-6 FROM responses WHERE run_id = ?",
+        [outcome["run_id"]],
+    )[0][0]
     assert outcome["spent_usd"] == pytest.approx(usage) and usage <= cap
 
 
@@ -266,8 +383,18 @@ def test_a_refused_key_stops_the_run_in_one_line_without_the_key(prefect_harness
     secret = "sk-test-SECRET-0123456789abcdef"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     with FakeLLMServer(require_key="the-right-key") as server:
-        result = cli("generate", "--model", f"openai:gpt-4o-mini@{server.openai_base_url}", "--dataset", "toy",
-                     "--db", toy_db, "--concurrency", "2", *FAST)
+        result = cli(
+            "generate",
+            "--model",
+            f"openai:gpt-4o-mini@{server.openai_base_url}",
+            "--dataset",
+            "toy",
+            "--db",
+            toy_db,
+            "--concurrency",
+            "2",
+            *FAST,
+        )
         requests = server.snapshot().generation_requests
     assert result.exit_code == 1 and result.stdout == ""
     (line,) = result.stderr.strip().splitlines()
@@ -275,31 +402,58 @@ def test_a_refused_key_stops_the_run_in_one_line_without_the_key(prefect_harness
     assert secret not in result.output + result.stderr and "***" in line
     assert 1 <= requests <= 2  # the ones in flight; nothing new started after the refusal
     assert query(toy_db, "SELECT count(*) FROM responses WHERE model_id = 'gpt-4o-mini'") == [(0,)]
-    (status, message), = query(toy_db, "SELECT status, message FROM runs WHERE kind = 'generate'")
+    ((status, message),) = query(toy_db, "SELECT status, message FROM runs WHERE kind = 'generate'")
     assert status == "failed" and "HTTP 401" in message
     assert secret.encode() not in toy_db.read_bytes()
 
-    unreachable = cli("generate", "--model", "openai-compatible:new-3@http://127.0.0.1:9/v1", "--dataset", "toy",
-                      "--db", toy_db, *FAST)
+    unreachable = cli(
+        "generate",
+        "--model",
+        "openai-compatible:new-3@http://127.0.0.1:9/v1",
+        "--dataset",
+        "toy",
+        "--db",
+        toy_db,
+        *FAST,
+    )
     assert unreachable.exit_code == 1
     assert unreachable.stderr.strip() == "error: cannot reach the model at http://127.0.0.1:9/v1: connection refused"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--model", "openai-compatible:x@http://127.0.0.1:9/v1", "--dataset", "nope"],
-     "error: dataset 'nope' has no prompts in the warehouse (datasets: toy); run `eqarena ingest --dataset nope` first"),
-    (["--model", "mystery"],
-     "error: --model 'mystery': expected openai:MODEL, gemini:MODEL or openai-compatible:MODEL@BASE_URL"),
-    (["--model", "recorded:prd:gpt4"],
-     "error: --model 'recorded:prd:gpt4': expected openai:MODEL, gemini:MODEL or openai-compatible:MODEL@BASE_URL"),
-    (["--model", "openai-compatible:llama"],
-     "error: --model 'openai-compatible:llama': an openai-compatible model needs the server, e.g. "
-     "openai-compatible:llama@http://127.0.0.1:8000/v1"),
-    (["--model", "openai:gpt-4o"], "error: --model openai:gpt-4o: set OPENAI_API_KEY in the environment"),
-    (["--model", "openai-compatible:x@http://127.0.0.1:9/v1", "--as", "a,b"],
-     "error: --as 'a,b': a model id must be non-empty, without a comma and without leading or trailing spaces"),
-    (["--model", "openai:unlisted-model", "--max-cost", "1"], "error: --max-cost: no price for openai:unlisted-model"),
-], ids=["unknown-dataset", "bad-spec", "recorded", "no-url", "no-key", "bad-as", "no-price"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--model", "openai-compatible:x@http://127.0.0.1:9/v1", "--dataset", "nope"],
+            "error: dataset 'nope' has no prompts in the warehouse (datasets: toy); "
+            "run `eqarena ingest --dataset nope` first",
+        ),
+        (
+            ["--model", "mystery"],
+            "error: --model 'mystery': expected openai:MODEL, gemini:MODEL or openai-compatible:MODEL@BASE_URL",
+        ),
+        (
+            ["--model", "recorded:prd:gpt4"],
+            "error: --model 'recorded:prd:gpt4': expected openai:MODEL, gemini:MODEL "
+            "or openai-compatible:MODEL@BASE_URL",
+        ),
+        (
+            ["--model", "openai-compatible:llama"],
+            "error: --model 'openai-compatible:llama': an openai-compatible model needs the server, e.g. "
+            "openai-compatible:llama@http://127.0.0.1:8000/v1",
+        ),
+        (["--model", "openai:gpt-4o"], "error: --model openai:gpt-4o: set OPENAI_API_KEY in the environment"),
+        (
+            ["--model", "openai-compatible:x@http://127.0.0.1:9/v1", "--as", "a,b"],
+            "error: --as 'a,b': a model id must be non-empty, without a comma and without leading or trailing spaces",
+        ),
+        (
+            ["--model", "openai:unlisted-model", "--max-cost", "1"],
+            "error: --max-cost: no price for openai:unlisted-model",
+        ),
+    ],
+    ids=["unknown-dataset", "bad-spec", "recorded", "no-url", "no-key", "bad-as", "no-price"],
+)
 def test_bad_input_is_one_line_and_writes_nothing(prefect_harness, toy_db, monkeypatch, args, message):
     if "unlisted" in message:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000")
@@ -316,8 +470,23 @@ def test_bad_input_is_one_line_and_writes_nothing(prefect_harness, toy_db, monke
 def test_a_gemini_model_answers_through_generate_content(prefect_harness, toy_db, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-test-key")
     with FakeLLMServer(require_key="gemini-test-key", fault_first=2, seed=2) as server:
-        result = cli("generate", "--model", f"gemini:gemini-test@{server.url}", "--as", "gem-1", "--db", toy_db,
-                     "--prompts", "3", "--temperature", "0.5", "--max-tokens", "64", "--json", *FAST)
+        result = cli(
+            "generate",
+            "--model",
+            f"gemini:gemini-test@{server.url}",
+            "--as",
+            "gem-1",
+            "--db",
+            toy_db,
+            "--prompts",
+            "3",
+            "--temperature",
+            "0.5",
+            "--max-tokens",
+            "64",
+            "--json",
+            *FAST,
+        )
         seen = server.snapshot()
     assert result.exit_code == 0, result.output + result.stderr
     outcome = json.loads(result.stdout)
@@ -341,9 +510,24 @@ def test_a_real_local_llm_answers(prefect_harness, tmp_path):
     assert cli("ingest", "--dataset", "vicuna80", "--db", db).exit_code == 0
     with serve_local_llm(tmp_path / "server.log") as server:
         start = server.metrics()
-        result = cli("generate", "--model", f"openai-compatible:{server.model}@{server.base_url}", "--dataset",
-                     "vicuna80", "--prompts", "3", "--max-tokens", "16", "--concurrency", "1", "--timeout", "600",
-                     "--db", db, "--json")
+        result = cli(
+            "generate",
+            "--model",
+            f"openai-compatible:{server.model}@{server.base_url}",
+            "--dataset",
+            "vicuna80",
+            "--prompts",
+            "3",
+            "--max-tokens",
+            "16",
+            "--concurrency",
+            "1",
+            "--timeout",
+            "600",
+            "--db",
+            db,
+            "--json",
+        )
         end = server.metrics()
     assert result.exit_code == 0, result.output + result.stderr
     outcome = json.loads(result.stdout)

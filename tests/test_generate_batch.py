@@ -12,14 +12,13 @@ import sys
 import time
 
 import pytest
-
 from conftest import query
+from fake_llm_server import FakeLLMServer, plant_dataset, planted_prompt, planted_response
+from test_generate import REPO_ROOT, TOY_PROMPTS, cli, stored_answers
+
 from eqarena import warehouse
 from eqarena.generation.plan import answer_messages
 from eqarena.llm.pricing import estimate_message_tokens
-
-from fake_llm_server import FakeLLMServer, plant_dataset, planted_prompt, planted_response
-from test_generate import REPO_ROOT, TOY_PROMPTS, cli, stored_answers
 
 BATCH = ("--batch", "--batch-poll", "0.02")
 
@@ -34,8 +33,15 @@ def toy_db(db_path):
 
 def test_batch_stores_every_answer_once_and_a_rerun_sends_nothing(prefect_harness, toy_db):
     with FakeLLMServer(empty_rate=0.3, seed=11) as server:
-        generate = ["generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db,
-                    *BATCH, "--json"]
+        generate = [
+            "generate",
+            "--model",
+            f"openai-compatible:new-3@{server.openai_base_url}",
+            "--db",
+            toy_db,
+            *BATCH,
+            "--json",
+        ]
         first = cli(*generate)
         assert first.exit_code == 0, first.output + first.stderr
         outcome = json.loads(first.stdout)
@@ -66,8 +72,15 @@ def test_batch_stores_every_answer_once_and_a_rerun_sends_nothing(prefect_harnes
             assert runs < 20
         done = server.snapshot()
         for extra in ([], ["--batch"]):  # nothing left: neither a live nor a batch run sends anything
-            rerun = cli("generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db,
-                        *extra, "--json")
+            rerun = cli(
+                "generate",
+                "--model",
+                f"openai-compatible:new-3@{server.openai_base_url}",
+                "--db",
+                toy_db,
+                *extra,
+                "--json",
+            )
             assert rerun.exit_code == 0 and json.loads(rerun.stdout)["run_id"] is None
         after = server.snapshot()
     assert (after.batch_creates, after.generation_requests) == (done.batch_creates, 0)
@@ -85,9 +98,25 @@ def test_killed_after_submitting_is_collected_without_a_second_batch(prefect_har
     with FakeLLMServer() as server:
         server.configure(batch_hold=True)  # the provider keeps the batch in progress
         spec = f"openai-compatible:new-3@{server.openai_base_url}"
-        child = subprocess.Popen([sys.executable, "-m", "eqarena.cli", "generate", "--model", spec, "--db",
-                                  str(toy_db), "--batch", "--batch-poll", "0.05"], cwd=REPO_ROOT, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "eqarena.cli",
+                "generate",
+                "--model",
+                spec,
+                "--db",
+                str(toy_db),
+                "--batch",
+                "--batch-poll",
+                "0.05",
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 180
         while server.snapshot().batch_retrievals < 2:  # created, recorded, being polled
             assert child.poll() is None, child.stdout.read().decode()
@@ -96,7 +125,7 @@ def test_killed_after_submitting_is_collected_without_a_second_batch(prefect_har
         child.kill()  # SIGKILL: no cleanup of any kind
         child.wait()
         assert server.snapshot().batch_creates == 1 and not server.snapshot().paid_answers
-        (job_id, status), = query(toy_db, "SELECT job_id, status FROM generate_batches")
+        ((job_id, status),) = query(toy_db, "SELECT job_id, status FROM generate_batches")
         assert status == "submitted"
 
         # The job's prompts are pending, not missing: the plan asks for nothing.
@@ -105,8 +134,10 @@ def test_killed_after_submitting_is_collected_without_a_second_batch(prefect_har
         plan = json.loads(shown.stdout)
         assert (plan["pending"], plan["calls"], plan["answered"], plan["batch"]) == (len(TOY_PROMPTS), 0, 0, True)
         text = cli("generate", "--model", spec, "--db", toy_db, "--plan")
-        assert text.stdout.splitlines()[0] == (f"new-3 (openai-compatible:new-3) on toy: 0 of {len(TOY_PROMPTS)} "
-                                               f"prompts answered, {len(TOY_PROMPTS)} pending in open batch jobs")
+        assert text.stdout.splitlines()[0] == (
+            f"new-3 (openai-compatible:new-3) on toy: 0 of {len(TOY_PROMPTS)} "
+            f"prompts answered, {len(TOY_PROMPTS)} pending in open batch jobs"
+        )
 
         server.configure(batch_hold=False)
         rerun = cli("generate", "--model", spec, "--db", toy_db, "--batch-poll", "0.02", *collector, "--json")
@@ -126,8 +157,17 @@ def test_batch_caps_and_plan_at_the_batch_price(prefect_harness, toy_db, tmp_pat
     prices = tmp_path / "prices.toml"
     prices.write_text('[openai-compatible."new-3"]\ninput = 1.0\noutput = 2.0\n')
     with FakeLLMServer() as server:
-        base = ["generate", "--model", f"openai-compatible:new-3@{server.openai_base_url}", "--db", toy_db,
-                "--max-tokens", "100", "--prices", prices]
+        base = [
+            "generate",
+            "--model",
+            f"openai-compatible:new-3@{server.openai_base_url}",
+            "--db",
+            toy_db,
+            "--max-tokens",
+            "100",
+            "--prices",
+            prices,
+        ]
         live = json.loads(cli(*base, "--plan", "--json").stdout)
         batch = json.loads(cli(*base, "--batch", "--plan", "--json").stdout)
         tokens_in = sum(estimate_message_tokens(answer_messages(planted_prompt(p))) for p in TOY_PROMPTS)
@@ -139,8 +179,11 @@ def test_batch_caps_and_plan_at_the_batch_price(prefect_harness, toy_db, tmp_pat
         seen = server.snapshot()
     assert seen.batch_creates == 1 and len(seen.paid_answers) == 3  # only what the cap allows is submitted
     assert outcome["stopped_by"] == "max-calls" and outcome["stats"]["skipped"] == len(TOY_PROMPTS) - 3
-    usage = query(toy_db, "SELECT sum(tokens_in) * 1e-6 + sum(tokens_out) * 2e-6 FROM responses WHERE run_id = ?",
-                  [outcome["run_id"]])[0][0]
+    usage = query(
+        toy_db,
+        "SELECT sum(tokens_in) * 1e-6 + sum(tokens_out) * 2e-6 FROM responses WHERE run_id = ?",
+        [outcome["run_id"]],
+    )[0][0]
     assert outcome["spent_usd"] == pytest.approx(usage / 2)  # billed at the batch price
 
 
@@ -149,8 +192,10 @@ def test_batch_with_a_gemini_model_is_one_line_and_writes_nothing(prefect_harnes
     before = query(toy_db, "SELECT count(*) FROM responses")
     result = cli("generate", "--model", "gemini:gemini-2.0-flash", "--dataset", "toy", "--batch", "--db", toy_db)
     assert result.exit_code == 1 and result.stdout == ""
-    assert result.stderr.strip() == ("error: --batch uses the OpenAI Batch API: it needs an openai: or "
-                                     "openai-compatible: model, not gemini:gemini-2.0-flash")
+    assert result.stderr.strip() == (
+        "error: --batch uses the OpenAI Batch API: it needs an openai: or "
+        "openai-compatible: model, not gemini:gemini-2.0-flash"
+    )
     assert query(toy_db, "SELECT count(*) FROM responses") == before
     assert query(toy_db, "SELECT count(*) FROM runs") == [(0,)]
     assert query(toy_db, "SELECT count(*) FROM generate_batches") == [(0,)]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import query
 from typer.testing import CliRunner
 
 from eqarena.cli.app import app
@@ -16,8 +17,6 @@ from eqarena.methods import get_method
 from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
 from eqarena.solvers.games.normal_form import KING, koth_game
 from eqarena.solvers.sparse.group_game import GroupBattles, GroupCells, GroupReplicates, group_game
-
-from conftest import query
 
 runner = CliRunner()
 
@@ -55,8 +54,17 @@ def test_a_group_with_few_battles_is_shrunk_towards_the_global_fit():
     skills[1] = skills[1][::-1]  # group 1 reverses the order ...
     log = planted_log(skills, 4_000)
     keep = (log.member_group == 0) | (np.arange(len(log.member_group)) % 400 == 0)  # ... on 10 battles only
-    few = GroupBattles(log.model_a[keep], log.model_b[keep], log.score[keep], log.prompt[keep],
-                       np.arange(keep.sum()), log.member_group[keep], log.num_prompts, 2, 5)
+    few = GroupBattles(
+        log.model_a[keep],
+        log.model_b[keep],
+        log.score[keep],
+        log.prompt[keep],
+        np.arange(keep.sum()),
+        log.member_group[keep],
+        log.num_prompts,
+        2,
+        5,
+    )
     game = group_game(few)
     # the sparse group's strengths lie nearer the global ones than its planted reversal, the rich group's
     # recover its plant
@@ -73,10 +81,17 @@ def test_clones_of_a_group_leave_the_affinity_equilibrium_unchanged(method):
     base = group_game(log, shrinkage=0.5)
     # the battles of group 2 again, as two more groups: the group game gains two exact copies of it
     extra = np.flatnonzero(log.member_group == 2)
-    cloned = GroupBattles(log.model_a, log.model_b, log.score, log.prompt,
-                          np.concatenate([log.member_battle, extra, extra]),
-                          np.concatenate([log.member_group, np.full(len(extra), 3), np.full(len(extra), 4)]),
-                          log.num_prompts, 5, 5)
+    cloned = GroupBattles(
+        log.model_a,
+        log.model_b,
+        log.score,
+        log.prompt,
+        np.concatenate([log.member_battle, extra, extra]),
+        np.concatenate([log.member_group, np.full(len(extra), 3), np.full(len(extra), 4)]),
+        log.num_prompts,
+        5,
+        5,
+    )
     game = group_game(cloned, shrinkage=0.5)
     np.testing.assert_allclose(game.u_king[3], game.u_king[2], atol=1e-12)  # the copies are exact clones
     # the shared global fit sees the copied battles again: the other groups' payoffs move, but little
@@ -117,9 +132,16 @@ def sparse_log(path: Path, prompts: int = 2_500, models: int = 100, battles: int
         a, b = rng.choice(models, 2, replace=False)
         win = rng.random() < 1.0 / (1.0 + np.exp(strength[b] - strength[a]))
         language = "English" if k % 3 else "German"
-        rows.append({"question_id": f"q{k % prompts}", "model_a": f"m{a:03d}", "model_b": f"m{b:03d}",
-                     "winner": "model_a" if win else "model_b", "language": language,
-                     "category_tag": {"math_v0.1": {"math": k % 4 == 0}, "if_v0.1": {"if": k % 5 == 0, "score": 3}}})
+        rows.append(
+            {
+                "question_id": f"q{k % prompts}",
+                "model_a": f"m{a:03d}",
+                "model_b": f"m{b:03d}",
+                "winner": "model_a" if win else "model_b",
+                "language": language,
+                "category_tag": {"math_v0.1": {"math": k % 4 == 0}, "if_v0.1": {"if": k % 5 == 0, "score": 3}},
+            }
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -134,14 +156,21 @@ def test_a_sparse_log_is_rated_by_prompt_groups_and_says_so(tmp_path, prefect_ha
     assert "3,000 battles judge" in line and "of 2,500 prompts x 100 models" in line
     assert "groups by tag" in line and "--prompt-groups" in line
     run_id = query(db, "SELECT run_id FROM runs WHERE kind = 'rate' AND status = 'ok'")[0][0]
-    groups = {g for (g,) in query(db, "SELECT DISTINCT action FROM ratings WHERE run_id = ? AND player = 'prompt'",
-                                  [run_id])}
+    groups = {
+        g for (g,) in query(db, "SELECT DISTINCT action FROM ratings WHERE run_id = ? AND player = 'prompt'", [run_id])
+    }
     assert groups == {"math_v0.1/math", "if_v0.1/if", "(other)"}
     params = json.loads(query(db, "SELECT parameters FROM runs WHERE run_id = ?", [run_id])[0][0])
     assert params["prompt_groups"] == "tag"
     # a planted strong model (of the top tenth) leads BT and the group game's NE (30 battles a model)
-    top = dict(query(db, "SELECT method, action FROM ratings WHERE run_id = ? AND player = 'king' "
-                         "QUALIFY row_number() OVER (PARTITION BY method ORDER BY rating DESC, action) = 1", [run_id]))
+    top = dict(
+        query(
+            db,
+            "SELECT method, action FROM ratings WHERE run_id = ? AND player = 'king' "
+            "QUALIFY row_number() OVER (PARTITION BY method ORDER BY rating DESC, action) = 1",
+            [run_id],
+        )
+    )
     assert int(top["bt"][1:]) >= 90 and int(top["ne"][1:]) >= 90
     by_language = runner.invoke(app, ["rate", "--bootstrap", "0", "--prompt-groups", "language", "--db", str(db)])
     assert by_language.exit_code == 0, by_language.output

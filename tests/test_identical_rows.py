@@ -7,6 +7,8 @@ import pytest
 
 from eqarena.solvers._rows import identical_rows
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("seed", range(5))
 def test_groups_and_order_match_numpy_unique(seed):

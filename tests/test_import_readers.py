@@ -18,6 +18,8 @@ from eqarena.importers.preferences import read_preference_table
 from eqarena.importers.scores import payoff_template, read_score_table
 from eqarena.warehouse.tensor import score_payoffs
 
+pytestmark = pytest.mark.unit
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
 AHA_DIR = EXAMPLES / "tiny-bench" / "model_judgment"
 
@@ -32,6 +34,7 @@ def by_key(judgments: pl.DataFrame) -> dict:
 
 
 # ---- arena-hard-auto ------------------------------------------------------------------------------
+
 
 def test_arena_hard_auto_games_keep_order_and_labels():
     imported = read_arena_hard_judgments([AHA_DIR], None, None)
@@ -58,12 +61,24 @@ def test_arena_hard_auto_games_keep_order_and_labels():
 
 def test_arena_hard_auto_v2_layout_names_baseline_and_template(tmp_path):
     system = "You are a fair judge. Compare the two answers."
-    game = {"score": "b < a", "judgment": {"answer": "... [[B<A]]"},
-            "prompt": [{"role": "system", "content": system}, {"role": "user", "content": "..."}]}
-    path = write_jsonl(tmp_path / "model-x.jsonl", [
-        {"uid": "u1", "category": "hard_prompt", "judge": "judge-y", "model": "model-x", "baseline": "o3-mini",
-         "games": [game, None]},
-    ])
+    game = {
+        "score": "b < a",
+        "judgment": {"answer": "... [[B<A]]"},
+        "prompt": [{"role": "system", "content": system}, {"role": "user", "content": "..."}],
+    }
+    path = write_jsonl(
+        tmp_path / "model-x.jsonl",
+        [
+            {
+                "uid": "u1",
+                "category": "hard_prompt",
+                "judge": "judge-y",
+                "model": "model-x",
+                "baseline": "o3-mini",
+                "games": [game, None],
+            },
+        ],
+    )
     imported = read_arena_hard_judgments([path], "bench", None)
     (only,) = judgment_records(imported.dataset.judgments)
     assert (only.model_a, only.model_b, only.verdict, only.score) == ("o3-mini", "model-x", "A>B", 0.5)
@@ -74,25 +89,37 @@ def test_arena_hard_auto_v2_layout_names_baseline_and_template(tmp_path):
 
 def test_arena_hard_auto_baseline_option_and_self_games(tmp_path):
     games = [{"score": "A>B", "judgment": "x"}, {"score": "B>A", "judgment": "y"}]
-    path = write_jsonl(tmp_path / "m.jsonl", [
-        {"question_id": 1, "model": "m", "judge": "j", "games": games},
-        {"question_id": 2, "model": "base", "judge": "j", "games": games},
-    ])
+    path = write_jsonl(
+        tmp_path / "m.jsonl",
+        [
+            {"question_id": 1, "model": "m", "judge": "j", "games": games},
+            {"question_id": 2, "model": "base", "judge": "j", "games": games},
+        ],
+    )
     imported = read_arena_hard_judgments([path], "d", "base")
-    assert {(j.prompt_id, j.model_a, j.model_b) for j in judgment_records(imported.dataset.judgments)} == {("1", "base", "m"),
-                                                                                         ("1", "m", "base")}
+    assert {(j.prompt_id, j.model_a, j.model_b) for j in judgment_records(imported.dataset.judgments)} == {
+        ("1", "base", "m"),
+        ("1", "m", "base"),
+    }
     assert any("baseline against itself" in n for n in imported.notes)
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", r"m\.jsonl:2: malformed JSON"),
-    ({"model": "m", "judge": "j", "games": []}, r"m\.jsonl:2: missing field question_id"),
-    ({"question_id": "q", "model": "m", "judge": "j", "games": "A>B"}, r"m\.jsonl:2: field games must be a list"),
-    ({"question_id": "q", "model": "m", "judge": "j", "games": [{"score": 3}]},
-     r"m\.jsonl:2: games\[0\]\.score must be a verdict label"),
-    ({"question_id": "q1", "model": "m", "judge": "j", "games": []},
-     r"m\.jsonl:2: duplicate judgment of 'm' on 'q1' by 'j' \(first at line 1\)"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", r"m\.jsonl:2: malformed JSON"),
+        ({"model": "m", "judge": "j", "games": []}, r"m\.jsonl:2: missing field question_id"),
+        ({"question_id": "q", "model": "m", "judge": "j", "games": "A>B"}, r"m\.jsonl:2: field games must be a list"),
+        (
+            {"question_id": "q", "model": "m", "judge": "j", "games": [{"score": 3}]},
+            r"m\.jsonl:2: games\[0\]\.score must be a verdict label",
+        ),
+        (
+            {"question_id": "q1", "model": "m", "judge": "j", "games": []},
+            r"m\.jsonl:2: duplicate judgment of 'm' on 'q1' by 'j' \(first at line 1\)",
+        ),
+    ],
+)
 def test_arena_hard_auto_bad_lines(tmp_path, line, message):
     good = {"question_id": "q1", "model": "m", "judge": "j", "games": [{"score": "A>B", "judgment": ""}]}
     path = write_jsonl(tmp_path / "m.jsonl", [good, line])
@@ -101,6 +128,7 @@ def test_arena_hard_auto_bad_lines(tmp_path, line, message):
 
 
 # ---- battles ---------------------------------------------------------------------------------------
+
 
 def test_battles_sample_maps_winners_and_counts_samples():
     data = read_battles([EXAMPLES / "battles.jsonl"], None, None).dataset
@@ -121,36 +149,53 @@ def test_battles_sample_maps_winners_and_counts_samples():
 
 
 def test_battles_without_question_id_pool_on_one_prompt_and_turns_split(tmp_path):
-    pooled = write_jsonl(tmp_path / "arena.jsonl", [
-        {"model_a": "x", "model_b": "y", "winner": "model_a"},
-        {"model_a": "x", "model_b": "y", "winner": "tie"},
-    ])
+    pooled = write_jsonl(
+        tmp_path / "arena.jsonl",
+        [
+            {"model_a": "x", "model_b": "y", "winner": "model_a"},
+            {"model_a": "x", "model_b": "y", "winner": "tie"},
+        ],
+    )
     imported = read_battles([pooled], None, "arena-users")
     assert {(j.prompt_id, j.sample_index, j.score, j.judge) for j in judgment_records(imported.dataset.judgments)} == {
-        ("all", 0, 1.0, "arena-users"), ("all", 1, 0.0, "arena-users")}
+        ("all", 0, 1.0, "arena-users"),
+        ("all", 1, 0.0, "arena-users"),
+    }
     assert "one prompt" in imported.notes[0]
-    turns = write_jsonl(tmp_path / "mt.jsonl", [
-        {"question_id": 81, "turn": 1, "model_a": "x", "model_b": "y", "winner": "model_b"},
-        {"question_id": 81, "turn": 2, "model_a": "x", "model_b": "y", "winner": "model_b"},
-    ])
-    assert {j.prompt_id for j in judgment_records(read_battles([turns], None, None).dataset.judgments)} == {"81", "81#2"}
+    turns = write_jsonl(
+        tmp_path / "mt.jsonl",
+        [
+            {"question_id": 81, "turn": 1, "model_a": "x", "model_b": "y", "winner": "model_b"},
+            {"question_id": 81, "turn": 2, "model_a": "x", "model_b": "y", "winner": "model_b"},
+        ],
+    )
+    assert {j.prompt_id for j in judgment_records(read_battles([turns], None, None).dataset.judgments)} == {
+        "81",
+        "81#2",
+    }
 
 
 def test_battles_json_array_and_parquet(tmp_path):
-    rows = [{"question_id": "a", "model_a": "x", "model_b": "y", "winner": "model_b"},
-            {"question_id": "a", "model_a": "y", "model_b": "x", "winner": "model_a"}]
+    rows = [
+        {"question_id": "a", "model_a": "x", "model_b": "y", "winner": "model_b"},
+        {"question_id": "a", "model_a": "y", "model_b": "x", "winner": "model_a"},
+    ]
     array = tmp_path / "battles.json"
     array.write_text(json.dumps(rows, indent=2))
     parquet = tmp_path / "battles.parquet"
     pl.DataFrame(rows).write_parquet(parquet)
     for path in (array, parquet):
-        scores = sorted((j.model_a, j.score) for j in judgment_records(read_battles([path], "d", None).dataset.judgments))
+        scores = sorted(
+            (j.model_a, j.score) for j in judgment_records(read_battles([path], "d", None).dataset.judgments)
+        )
         assert scores == [("x", -1.0), ("y", 1.0)]
 
 
 def test_battle_errors_name_the_line_or_row(tmp_path):
-    rows = [{"question_id": "a", "model_a": "x", "model_b": "y", "winner": "model_a"},
-            {"question_id": "a", "model_a": "x", "model_b": "y", "winner": "left"}]
+    rows = [
+        {"question_id": "a", "model_a": "x", "model_b": "y", "winner": "model_a"},
+        {"question_id": "a", "model_a": "x", "model_b": "y", "winner": "left"},
+    ]
     array = tmp_path / "battles.json"
     array.write_text(json.dumps(rows, indent=2))
     with pytest.raises(DatasetError, match=r"battles\.json:8: unknown verdict 'left'"):
@@ -163,12 +208,16 @@ def test_battle_errors_name_the_line_or_row(tmp_path):
     with pytest.raises(DatasetError, match=r"same\.jsonl:1: model_a and model_b are both 'x'"):
         read_battles([same], "d", None)
     columns = write_jsonl(tmp_path / "cols.jsonl", [{"model_a": "x", "model_b": "y", "result": "tie"}])
-    with pytest.raises(DatasetError, match=r"cols\.jsonl: missing column winner \(columns: model_a, model_b, "
-                                           r"result\)"):
+    with pytest.raises(
+        DatasetError,
+        match=r"cols\.jsonl: missing column winner \(columns: model_a, model_b, "
+        r"result\)",
+    ):
         read_battles([columns], "d", None)
 
 
 # ---- pairwise long table ---------------------------------------------------------------------------
+
 
 def test_pairwise_sample_reads_verdicts_judge_and_text():
     data = read_pairwise_table([EXAMPLES / "pairwise.csv"], None, None).dataset
@@ -186,26 +235,38 @@ def test_pairwise_scores_ids_and_default_samples(tmp_path):
     path = tmp_path / "mine.csv"
     path.write_text("question_id,model_a,model_b,score\n007,x,y,0.25\n007,x,y,-1\n8,y,x,1\n")
     data = read_pairwise_table([path], "d", None).dataset
-    assert sorted((j.prompt_id, j.model_a, j.sample_index, j.score, j.judge) for j in judgment_records(data.judgments)) == [
-        ("007", "x", 0, 0.25, "imported:mine"), ("007", "x", 1, -1.0, "imported:mine"),
-        ("8", "y", 0, 1.0, "imported:mine")]
+    assert sorted(
+        (j.prompt_id, j.model_a, j.sample_index, j.score, j.judge) for j in judgment_records(data.judgments)
+    ) == [
+        ("007", "x", 0, 0.25, "imported:mine"),
+        ("007", "x", 1, -1.0, "imported:mine"),
+        ("8", "y", 0, 1.0, "imported:mine"),
+    ]
 
 
-@pytest.mark.parametrize("body, message", [
-    ("prompt_id,model_a,model_b,score\np,x,y,0.5\np,x,y,1.5\n", r"t\.csv:3: score 1\.5 is outside \[-1, 1\]"),
-    ("prompt_id,model_a,model_b,score\np,x,y,0.5\np,x,y,abc\n", r"t\.csv:3: score 'abc' is not a finite number"),
-    ("prompt_id,model_a,model_b,score\np,x,y,\n", r"t\.csv:2: empty score"),
-    ("prompt_id,model_a,model_b,verdict\np,x,y,A>B\np,x,y,A>>>B\n", r"t\.csv:3: unknown verdict 'A>>>B'"),
-    ("prompt_id,model_a,model_b,score\np,x,,0\n", r"t\.csv:2: empty model_b"),
-    ("prompt_id,model_a,model_b,score,sample\np,x,y,0,0\np,x,y,1,0\n",
-     r"t\.csv:3: duplicate judgment \(judge 'imported:t', prompt 'p', 'x' vs 'y', sample 0\) \(first at line 2\)"),
-    ("prompt_id,model_a,model_b,score,sample\np,x,y,0,-1\n", r"t\.csv:2: sample -1\.0 must be a non-negative"),
-    ("prompt_id,model_a,score\np,x,0\n", r"t\.csv: missing column model_b \(columns: prompt_id, model_a, score\)"),
-    ("prompt_id,model_a,model_b\np,x,y\n", r"t\.csv: missing column score or verdict"),
-    # A quoted cell spanning two lines pushes the next row's line number down.
-    ('prompt_id,model_a,model_b,score,prompt_text\np,x,y,0,"two\nlines"\np,x,y,2,z\n',
-     r"t\.csv:4: score 2\.0 is outside"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("prompt_id,model_a,model_b,score\np,x,y,0.5\np,x,y,1.5\n", r"t\.csv:3: score 1\.5 is outside \[-1, 1\]"),
+        ("prompt_id,model_a,model_b,score\np,x,y,0.5\np,x,y,abc\n", r"t\.csv:3: score 'abc' is not a finite number"),
+        ("prompt_id,model_a,model_b,score\np,x,y,\n", r"t\.csv:2: empty score"),
+        ("prompt_id,model_a,model_b,verdict\np,x,y,A>B\np,x,y,A>>>B\n", r"t\.csv:3: unknown verdict 'A>>>B'"),
+        ("prompt_id,model_a,model_b,score\np,x,,0\n", r"t\.csv:2: empty model_b"),
+        (
+            "prompt_id,model_a,model_b,score,sample\np,x,y,0,0\np,x,y,1,0\n",
+            r"t\.csv:3: duplicate judgment \(judge 'imported:t', prompt 'p', 'x' vs 'y', sample 0\) "
+            r"\(first at line 2\)",
+        ),
+        ("prompt_id,model_a,model_b,score,sample\np,x,y,0,-1\n", r"t\.csv:2: sample -1\.0 must be a non-negative"),
+        ("prompt_id,model_a,score\np,x,0\n", r"t\.csv: missing column model_b \(columns: prompt_id, model_a, score\)"),
+        ("prompt_id,model_a,model_b\np,x,y\n", r"t\.csv: missing column score or verdict"),
+        # A quoted cell spanning two lines pushes the next row's line number down.
+        (
+            'prompt_id,model_a,model_b,score,prompt_text\np,x,y,0,"two\nlines"\np,x,y,2,z\n',
+            r"t\.csv:4: score 2\.0 is outside",
+        ),
+    ],
+)
 def test_pairwise_bad_rows_name_file_and_line(tmp_path, body, message):
     path = tmp_path / "t.csv"
     path.write_text(body)
@@ -214,13 +275,20 @@ def test_pairwise_bad_rows_name_file_and_line(tmp_path, body, message):
 
 
 def test_pairwise_jsonl_line_numbers_count_blank_lines(tmp_path):
-    path = write_jsonl(tmp_path / "t.jsonl", [{"prompt_id": "p", "model_a": "x", "model_b": "y", "score": 1}, "",
-                                              {"prompt_id": "p", "model_a": "x", "model_b": "y", "score": "high"}])
+    path = write_jsonl(
+        tmp_path / "t.jsonl",
+        [
+            {"prompt_id": "p", "model_a": "x", "model_b": "y", "score": 1},
+            "",
+            {"prompt_id": "p", "model_a": "x", "model_b": "y", "score": "high"},
+        ],
+    )
     with pytest.raises(DatasetError, match=r"t\.jsonl:3: score 'high' is not a finite number"):
         read_pairwise_table([path], "d", None)
 
 
 # ---- per-prompt scores -----------------------------------------------------------------------------
+
 
 def test_score_table_keeps_every_score_and_its_payoff_rule():
     imported = read_score_table([EXAMPLES / "scores.csv"], None, None)
@@ -247,17 +315,25 @@ def test_score_payoffs_are_clipped_differences_or_signs(tmp_path):
     assert score_payoffs(scores * 10, "clip-diff", 1.0)[0, 1] == 1.0  # a gap of `scale` or more is decisive
     signs = score_payoffs(scores, "sign", 1.0)
     assert signs[1, 2] == -1.0 and signs[2, 1] == 1.0 and signs[0, 2] == 0.0
-    assert set(read_score_table([path], "d", "b", "sign", 1.0).dataset.scores["template_hash"]) == {"scores:sign/scale=1"}
+    assert set(read_score_table([path], "d", "b", "sign", 1.0).dataset.scores["template_hash"]) == {
+        "scores:sign/scale=1"
+    }
 
 
-@pytest.mark.parametrize("body, message", [
-    ("prompt_id,x,y\np1,0.5,0.2\np2,0.5,lots\n", r"s\.csv:3: y 'lots' is not a finite number"),
-    ("prompt_id,model,score\np1,x,1\np1,x,2\n", r"s\.csv:3: duplicate score of model 'x' on prompt 'p1' "
-                                                 r"\(first at line 2\)"),
-    ("name,x,y\np1,1,2\n", r"s\.csv: missing column prompt_id"),
-    ("prompt_id,x\np1,1\n", r"s\.csv: a wide score table needs a column per model"),
-    ("prompt_id,x,y\np1,1,\np2,,3\n", r"s\.csv: no prompt has scores of two models"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("prompt_id,x,y\np1,0.5,0.2\np2,0.5,lots\n", r"s\.csv:3: y 'lots' is not a finite number"),
+        (
+            "prompt_id,model,score\np1,x,1\np1,x,2\n",
+            r"s\.csv:3: duplicate score of model 'x' on prompt 'p1' "
+            r"\(first at line 2\)",
+        ),
+        ("name,x,y\np1,1,2\n", r"s\.csv: missing column prompt_id"),
+        ("prompt_id,x\np1,1\n", r"s\.csv: a wide score table needs a column per model"),
+        ("prompt_id,x,y\np1,1,\np2,,3\n", r"s\.csv: no prompt has scores of two models"),
+    ],
+)
 def test_score_table_bad_rows(tmp_path, body, message):
     path = tmp_path / "s.csv"
     path.write_text(body)
@@ -267,13 +343,18 @@ def test_score_table_bad_rows(tmp_path, body, message):
 
 # ---- table layouts: models-by-tasks scores, preference tables, --id-column --------------------------
 
+
 def test_models_by_tasks_scores_keep_every_cell_with_tasks_as_prompts():
     path = EXAMPLES / "livebench-style.csv"
     imported = read_score_table([path], None, None, "clip-diff", 100.0, "models-by-tasks")
     frame = pl.read_csv(path, infer_schema=False)
     tasks = [c for c in frame.columns if c != "model"]
-    expected = {(t, row["model"]): float(row[t]) for row in frame.iter_rows(named=True) for t in tasks
-                if row[t] and row[t] != "NaN"}
+    expected = {
+        (t, row["model"]): float(row[t])
+        for row in frame.iter_rows(named=True)
+        for t in tasks
+        if row[t] and row[t] != "NaN"
+    }
     stored = {(p, m): s for p, m, s in imported.dataset.scores.select("prompt_id", "model_id", "score").iter_rows()}
     assert stored == expected and len(stored) == 4 * len(tasks) - 2
     assert [p.prompt_id for p in imported.dataset.prompts] == tasks
@@ -288,8 +369,9 @@ def test_preference_table_is_two_judgments_per_cell_against_the_baseline(tmp_pat
     data = read_preference_table([path], None, None, "gpt4_turbo").dataset
     frame = pl.read_csv(path, infer_schema=False)
     models = [c for c in frame.columns if c not in ("instruction_idx", "instruction")]
-    cells = {(row["instruction_idx"], m): float(row[m]) for row in frame.iter_rows(named=True) for m in models
-             if row[m]}
+    cells = {
+        (row["instruction_idx"], m): float(row[m]) for row in frame.iter_rows(named=True) for m in models if row[m]
+    }
     judged = by_key(data.judgments)
     assert len(judged) == 2 * len(cells) == 2 * (8 * 4 - 1)
     for (prompt, model), preference in cells.items():
@@ -306,15 +388,21 @@ def test_preference_table_is_two_judgments_per_cell_against_the_baseline(tmp_pat
     assert imported.dataset.judgments.height == 2 and any("skipped the column" in n for n in imported.notes)
 
 
-@pytest.mark.parametrize("body, message", [
-    ("prompt_id,x,y\nq1,1.5,2\nq2,1,2.5\n", r"p\.csv:3: preference 2.5 of 'y' is outside \[1, 2\]"),
-    ("prompt_id,x,y\nq1,0.9,2\nq2,1,2.5\n", r"p\.csv:2: preference 0.9 of 'x' is outside \[1, 2\]"),
-    ("prompt_id,x\nq1,1.5\nq2,better\n", r"p\.csv:3: x 'better' is not a finite number"),
-    ("prompt_id,x\nq1,1.5\nq1,2\n", r"p\.csv:3: duplicate judgment .*prompt 'q1'.* \(first at line 2\)"),
-    ("prompt_id,x\nq1,\n", r"p\.csv: no preferences"),
-    ("instruction,x\nhello,1.5\n", r"p\.csv: missing column prompt_id \(or question_id / instruction_idx\) "
-                                   r"\(columns: instruction, x\)"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("prompt_id,x,y\nq1,1.5,2\nq2,1,2.5\n", r"p\.csv:3: preference 2.5 of 'y' is outside \[1, 2\]"),
+        ("prompt_id,x,y\nq1,0.9,2\nq2,1,2.5\n", r"p\.csv:2: preference 0.9 of 'x' is outside \[1, 2\]"),
+        ("prompt_id,x\nq1,1.5\nq2,better\n", r"p\.csv:3: x 'better' is not a finite number"),
+        ("prompt_id,x\nq1,1.5\nq1,2\n", r"p\.csv:3: duplicate judgment .*prompt 'q1'.* \(first at line 2\)"),
+        ("prompt_id,x\nq1,\n", r"p\.csv: no preferences"),
+        (
+            "instruction,x\nhello,1.5\n",
+            r"p\.csv: missing column prompt_id \(or question_id / instruction_idx\) "
+            r"\(columns: instruction, x\)",
+        ),
+    ],
+)
 def test_preference_table_bad_cells(tmp_path, body, message):
     path = tmp_path / "p.csv"
     path.write_text(body)
@@ -351,20 +439,24 @@ def test_id_column_names_the_id_of_every_table_layout(tmp_path):
     prefs.write_text("idx,x\n3,2\n")
     judged = read_preference_table([prefs], "d", None, "base", "idx").dataset.judgments
     assert set(judged["prompt_id"]) == {"3"}
-    for read in (lambda: read_score_table([wide], "d", None, id_name="turn"),
-                 lambda: read_pairwise_table([pairs], "d", None, "turn"),
-                 lambda: read_preference_table([prefs], "d", None, "base", "turn")):
+    for read in (
+        lambda: read_score_table([wide], "d", None, id_name="turn"),
+        lambda: read_pairwise_table([pairs], "d", None, "turn"),
+        lambda: read_preference_table([prefs], "d", None, "base", "turn"),
+    ):
         with pytest.raises(DatasetError, match=r"missing column turn \(--id-column\) \(columns: "):
             read()
-    with pytest.raises(DatasetError, match=r"missing column turn \(--id-column\) \(columns: session_id, prompt_id, "
-                                           r"x, y\)"):
+    with pytest.raises(
+        DatasetError,
+        match=r"missing column turn \(--id-column\) \(columns: session_id, prompt_id, "
+        r"x, y\)",
+    ):
         read_score_table([wide], "d", None, id_name="turn")
 
 
 def test_pairwise_error_verdicts_are_stored_unparsed_and_counted(tmp_path):
     path = tmp_path / "mt.csv"
-    path.write_text("question_id,model_a,model_b,verdict\n81,x,y,model_a\n81,y,x,error\n82,x,y, Error \n"
-                    "82,y,x,tie\n")
+    path.write_text("question_id,model_a,model_b,verdict\n81,x,y,model_a\n81,y,x,error\n82,x,y, Error \n82,y,x,tie\n")
     imported = read_pairwise_table([path], "d", None)
     judged = by_key(imported.dataset.judgments)
     assert [(k[1], k[2]) for k, j in judged.items() if j.status == "unparsed"] == [("81", "y"), ("82", "x")]

@@ -14,8 +14,7 @@ from eqarena.solvers.analyses.improvement_path import TIE, PathSizes, Rater, imp
 from eqarena.solvers.analyses.improvement_summary import bootstrap_mean, paired_difference
 from tests.conftest import query
 
-SMALL = PathSizes(skills=3, initial_prompts=3, initial_models=3, candidate_models=4, candidate_prompts=16,
-                  iterations=4)
+SMALL = PathSizes(skills=3, initial_prompts=3, initial_models=3, candidate_models=4, candidate_prompts=16, iterations=4)
 
 
 def spy(rate: Rater) -> tuple[Rater, list]:
@@ -56,7 +55,7 @@ def test_algorithm_1_invariants(method, setting):
         assert ratings[best] >= ratings.max() - TIE
         assert step.top_ranked
         # earlier rounds of the same model stopped for a reason: their best candidate was not top
-        for _, earlier, _ in calls[call - step.rounds:call - 1]:
+        for _, earlier, _ in calls[call - step.rounds : call - 1]:
             assert earlier[:m].max() < earlier.max() - TIE
     if method == "ne":
         marginal = steps[-1].prompt_marginal
@@ -90,30 +89,55 @@ def test_bootstrap_intervals_cover_the_mean_and_pair_trials():
 
 # Few trials and iterations: K = 3 skills, 6 trials x 8 iterations. Seeds 0, 100 and 200 all give
 # elo a lower mean final model skill entropy than ne (see CONTRAST_SEEDS), in both settings.
-CONTRAST = PathSizes(skills=3, initial_prompts=3, initial_models=3, candidate_models=8, candidate_prompts=64,
-                     iterations=8)
+CONTRAST = PathSizes(
+    skills=3, initial_prompts=3, initial_models=3, candidate_models=8, candidate_prompts=64, iterations=8
+)
 
 
 @pytest.mark.parametrize("setting", ["initial", "additional"])
 def test_elo_narrows_model_skills_more_than_ne(setting):
-    final = {m: [improvement_path(rater(m), setting, CONTRAST, seed=k)[-1].model_entropy for k in range(6)]
-             for m in ("elo", "ne")}
+    final = {
+        m: [improvement_path(rater(m), setting, CONTRAST, seed=k)[-1].model_entropy for k in range(6)]
+        for m in ("elo", "ne")
+    }
     assert np.mean(final["elo"]) < np.mean(final["ne"])
 
 
 def test_cli_writes_tables_and_page(tmp_path):
     db, out = tmp_path / "sim.duckdb", tmp_path / "out"
-    result = CliRunner().invoke(app, ["simulate", "improvement-path", "--trials", "2", "--iterations", "3",
-                                      "--workers", "1", "--db", str(db), "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "improvement-path",
+            "--trials",
+            "2",
+            "--iterations",
+            "3",
+            "--workers",
+            "1",
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "elo − ne" in result.output and "under elo the model skill entropy ends" in result.output
-    (run_id, kind, parameters), = query(db, "SELECT run_id, kind, parameters FROM simulation_runs")
+    ((run_id, kind, parameters),) = query(db, "SELECT run_id, kind, parameters FROM simulation_runs")
     assert kind == "improvement-path" and '"trials": 2' in parameters
     assert query(db, "SELECT kind, status FROM runs WHERE run_id = ?", [run_id]) == [("simulate", "ok")]
-    counts = query(db, "SELECT method, setting, count(*), count(added_model), count(added_prompt), "
-                   "count(prompt_marginal) FROM simulation_steps GROUP BY ALL ORDER BY ALL")
-    assert counts == [("elo", "additional", 8, 6, 6, 0), ("elo", "initial", 8, 6, 0, 0),
-                      ("ne", "additional", 8, 6, 6, 8), ("ne", "initial", 8, 6, 0, 8)]
-    page, = out.glob("improvement-path-*.html")
+    counts = query(
+        db,
+        "SELECT method, setting, count(*), count(added_model), count(added_prompt), "
+        "count(prompt_marginal) FROM simulation_steps GROUP BY ALL ORDER BY ALL",
+    )
+    assert counts == [
+        ("elo", "additional", 8, 6, 6, 0),
+        ("elo", "initial", 8, 6, 0, 0),
+        ("ne", "additional", 8, 6, 6, 8),
+        ("ne", "initial", 8, 6, 0, 8),
+    ]
+    (page,) = out.glob("improvement-path-*.html")
     html = page.read_text()
     assert run_id in html and html.count("data:image/png;base64,") == 3

@@ -14,6 +14,8 @@ from eqarena.solvers.sparse import imputation
 from eqarena.solvers.sparse.imputation import ImputationError, ImputedTensor, impute_payoffs
 from eqarena.solvers.toys.games import synthetic_king_tensor
 
+pytestmark = pytest.mark.unit
+
 
 def hide(num_prompts: int, num_models: int, share: float, seed: int, keep_path: bool = False) -> np.ndarray:
     """Symmetric (P, M, M) mask of hidden cells: each unordered pair hidden with probability `share`.
@@ -215,8 +217,9 @@ def test_shrinkage_must_be_positive_or_auto(shrinkage):
         impute_payoffs(u, np.ones(u.shape, dtype=bool), shrinkage=shrinkage)
 
 
-def planted_bt(num_prompts: int, num_models: int, prompt_spread: float, verdicts: int,
-               seed: int) -> tuple[np.ndarray, np.ndarray]:
+def planted_bt(
+    num_prompts: int, num_models: int, prompt_spread: float, verdicts: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Sparse (u, covered): theta = beta + prompt_spread * noise, `verdicts`-verdict means, 30% of cells hidden."""
     rng = np.random.default_rng(seed)
     theta = rng.normal(size=num_models)[None, :] + prompt_spread * rng.normal(size=(num_prompts, num_models))

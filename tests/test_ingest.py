@@ -9,13 +9,14 @@ import hashlib
 import json
 
 import pytest
+from ingest_inputs import answer_record, read_lines, snapshot, write_arena_dir, write_jsonl
 
 from eqarena import warehouse
 from eqarena.datasets.bundled import SEEDS_DIR
 from eqarena.flows.ingest import ingest_flow
 from eqarena.options import IngestOptions
 
-from ingest_inputs import answer_record, read_lines, snapshot, write_arena_dir, write_jsonl
+pytestmark = pytest.mark.unit
 
 PRD_JUDGES = ("gpt4", "claude", "gpt35", "bard", "vicuna-13b")
 PRD_MODELS = ("bard", "claude", "gpt35", "gpt4", "vicuna-13b")
@@ -48,26 +49,46 @@ def vicuna_db(tmp_path_factory, prefect_harness):
 
 def test_vicuna80_counts(vicuna_db):
     db_path, summary = vicuna_db
-    assert changes(summary) == {"prompts": (80, 0, 0, 0), "models": (5, 0, 0, 0), "responses": (400, 0, 0, 0),
-                                "judgments": (8000, 0, 0, 0)}
+    assert changes(summary) == {
+        "prompts": (80, 0, 0, 0),
+        "models": (5, 0, 0, 0),
+        "responses": (400, 0, 0, 0),
+        "judgments": (8000, 0, 0, 0),
+    }
     assert query(db_path, "SELECT count(*) FROM prompts WHERE dataset = 'vicuna80'") == [(80,)]
     assert query(db_path, "SELECT model_id, family FROM models ORDER BY 1") == [
-        ("bard", "bard"), ("claude", "claude"), ("gpt35", "gpt"), ("gpt4", "gpt"), ("vicuna-13b", "vicuna")]
+        ("bard", "bard"),
+        ("claude", "claude"),
+        ("gpt35", "gpt"),
+        ("gpt4", "gpt"),
+        ("vicuna-13b", "vicuna"),
+    ]
     assert query(db_path, "SELECT judge, count(*) FROM judgments GROUP BY judge ORDER BY judge") == [
-        (f"prd:{j}", 1600) for j in sorted(PRD_JUDGES)]
+        (f"prd:{j}", 1600) for j in sorted(PRD_JUDGES)
+    ]
 
 
 def test_vicuna80_prompts_and_answers_equal_the_source(vicuna_db, prd):
     db_path, _ = vicuna_db
-    questions = {str(q["question_id"]): (q["text"], q["category"]) for q in map(json.loads, read_lines(
-        prd / "prompts" / "vicuna_questions.jsonl"))}
-    assert dict((p, (t, c)) for p, t, c in query(
-        db_path, "SELECT prompt_id, text, category FROM prompts WHERE dataset = 'vicuna80'")) == questions
+    questions = {
+        str(q["question_id"]): (q["text"], q["category"])
+        for q in map(json.loads, read_lines(prd / "prompts" / "vicuna_questions.jsonl"))
+    }
+    assert (
+        dict(
+            (p, (t, c))
+            for p, t, c in query(db_path, "SELECT prompt_id, text, category FROM prompts WHERE dataset = 'vicuna80'")
+        )
+        == questions
+    )
     answers = {}
     for model in PRD_MODELS:
         for row in map(json.loads, read_lines(prd / "generations" / f"answer_{model}.jsonl")):
-            answers[(str(row["question_id"]), model)] = (row["answer_id"], row["text"],
-                                                         hashlib.sha256(row["text"].encode()).hexdigest())
+            answers[(str(row["question_id"]), model)] = (
+                row["answer_id"],
+                row["text"],
+                hashlib.sha256(row["text"].encode()).hexdigest(),
+            )
     stored = query(db_path, "SELECT prompt_id, model_id, response_id, text, text_sha256 FROM responses")
     assert {(p, m): (i, t, h) for p, m, i, t, h in stored} == answers
 
@@ -84,8 +105,9 @@ def test_vicuna80_judgments_equal_the_recorded_ratings(vicuna_db, prd):
             assert key not in expected
             expected[key] = {"1": 1.0, "2": -1.0, "3": 0.0}[row["score"]]
     assert len(expected) == 8000
-    stored = query(db_path, "SELECT judge, prompt_id, model_a, model_b, score, verdict, status, sample_index "
-                            "FROM judgments")
+    stored = query(
+        db_path, "SELECT judge, prompt_id, model_a, model_b, score, verdict, status, sample_index FROM judgments"
+    )
     assert {(j, p, a, b): s for j, p, a, b, s, *_ in stored} == expected
     verdicts = {1.0: "A>B", 0.0: "A=B", -1.0: "B>A"}
     assert all(v == verdicts[s] and st == "ok" and i == 0 for *_, s, v, st, i in stored)
@@ -93,10 +115,13 @@ def test_vicuna80_judgments_equal_the_recorded_ratings(vicuna_db, prd):
 
 def test_vicuna80_judgments_are_position_balanced(vicuna_db):
     db_path, _ = vicuna_db
-    per_cell = query(db_path, """
+    per_cell = query(
+        db_path,
+        """
         SELECT judge, prompt_id, least(model_a, model_b), greatest(model_a, model_b),
                count(*), count(DISTINCT model_a)
-        FROM judgments GROUP BY ALL""")
+        FROM judgments GROUP BY ALL""",
+    )
     assert len(per_cell) == 5 * 80 * 10  # judges x prompts x unordered pairs
     assert all(n == 2 and firsts == 2 for *_, n, firsts in per_cell)
 
@@ -108,16 +133,22 @@ def test_vicuna80_raw_text_and_template_hash(vicuna_db, prd):
     assert query(db_path, "SELECT DISTINCT template_hash FROM judgments") == [(hashlib.sha256(template).hexdigest(),)]
     source = prd / "ratings-bard" / "answer_gpt4-vs-answer_claude-bard-reviewer_threeclass.jsonl"
     texts = {str(r["question_id"]): r["text"] for r in map(json.loads, read_lines(source))}
-    stored = query(db_path, "SELECT prompt_id, raw_text FROM judgments WHERE judge = 'prd:bard' "
-                            "AND model_a = 'gpt4' AND model_b = 'claude'")
+    stored = query(
+        db_path,
+        "SELECT prompt_id, raw_text FROM judgments WHERE judge = 'prd:bard' "
+        "AND model_a = 'gpt4' AND model_b = 'claude'",
+    )
     assert dict(stored) == texts
 
 
 def test_ingest_run_is_recorded(vicuna_db):
     db_path, summary = vicuna_db
     [(kind, status, parameters, versions, fingerprint, timings, message, finished)] = query(
-        db_path, "SELECT kind, status, parameters, versions, data_fingerprint, timings, message, finished_at "
-                 "FROM runs WHERE run_id = ?", [summary.run_id])
+        db_path,
+        "SELECT kind, status, parameters, versions, data_fingerprint, timings, message, finished_at "
+        "FROM runs WHERE run_id = ?",
+        [summary.run_id],
+    )
     assert (kind, status) == ("ingest", "ok")
     assert json.loads(parameters)["dataset"] == "vicuna80"
     assert {"duckdb", "prefect", "python"} <= set(json.loads(versions))
@@ -138,10 +169,15 @@ def test_second_identical_ingest_writes_nothing(vicuna_db):
 
 def test_arena_hard_seed(db_path, prefect_harness):
     summary = ingest_flow(IngestOptions(source="arena-hard-v0.1"), str(db_path))
-    assert changes(summary) == {"prompts": (500, 0, 0, 0), "models": (8, 0, 0, 0), "responses": (4000, 0, 0, 0),
-                                "judgments": (0, 0, 0, 0)}
-    assert query(db_path, "SELECT count(*), count(DISTINCT model_id) FROM responses "
-                          "WHERE dataset = 'arena-hard-v0.1'") == [(4000, 8)]
+    assert changes(summary) == {
+        "prompts": (500, 0, 0, 0),
+        "models": (8, 0, 0, 0),
+        "responses": (4000, 0, 0, 0),
+        "judgments": (0, 0, 0, 0),
+    }
+    assert query(
+        db_path, "SELECT count(*), count(DISTINCT model_id) FROM responses WHERE dataset = 'arena-hard-v0.1'"
+    ) == [(4000, 8)]
     again = ingest_flow(IngestOptions(source="arena-hard-v0.1"), str(db_path))
     assert again.new == 0 and again.unchanged == 4508
 
@@ -153,8 +189,12 @@ def test_both_layouts_merge_into_one_dataset(db_path, prefect_harness, source_da
     first = ingest_flow(IngestOptions(source=str(arena / "new_format"), name="arena-hard-v0.1"), str(db_path))
     assert changes(first)["responses"] == (1500, 0, 0, 0)
     second = ingest_flow(IngestOptions(source=str(arena / "old_format"), name="arena-hard-v0.1"), str(db_path))
-    assert changes(second) == {"prompts": (0, 500, 0, 0), "models": (5, 1, 0, 0), "responses": (2500, 500, 0, 0),
-                               "judgments": (0, 0, 0, 0)}
+    assert changes(second) == {
+        "prompts": (0, 500, 0, 0),
+        "models": (5, 1, 0, 0),
+        "responses": (2500, 500, 0, 0),
+        "judgments": (0, 0, 0, 0),
+    }
     seed = ingest_flow(IngestOptions(source="arena-hard-v0.1"), str(db_path))
     assert seed.new == 0 and seed.changed == 0
     assert query(db_path, "SELECT count(*) FROM responses") == [(4000,)]
@@ -164,8 +204,12 @@ def test_directory_name_is_the_default_dataset_name(tmp_path, db_path, prefect_h
     directory = write_arena_dir(tmp_path / "my-arena")
     summary = ingest_flow(IngestOptions(source=str(directory)), str(db_path))
     assert summary.dataset == "my-arena"
-    assert changes(summary) == {"prompts": (5, 0, 0, 0), "models": (2, 0, 0, 0), "responses": (10, 0, 0, 0),
-                                "judgments": (0, 0, 0, 0)}
+    assert changes(summary) == {
+        "prompts": (5, 0, 0, 0),
+        "models": (2, 0, 0, 0),
+        "responses": (10, 0, 0, 0),
+        "judgments": (0, 0, 0, 0),
+    }
     assert query(db_path, "SELECT DISTINCT dataset FROM responses") == [("my-arena",)]
 
 
@@ -222,8 +266,10 @@ def test_changed_recorded_judgment_from_a_bundle_directory(tmp_path, db_path, pr
     lines[0] = json.dumps(first | {"verdict": flipped[0], "score": flipped[1], "raw_text": "second opinion"})
     with gzip.open(seed / "judgments.jsonl.gz", "wt", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
-    stored = ("SELECT verdict, score, raw_text FROM judgments WHERE judge = ? AND prompt_id = ? "
-              "AND model_a = ? AND model_b = ?")
+    stored = (
+        "SELECT verdict, score, raw_text FROM judgments WHERE judge = ? AND prompt_id = ? "
+        "AND model_a = ? AND model_b = ?"
+    )
     key = [first["judge"], first["prompt_id"], first["model_a"], first["model_b"]]
 
     kept = ingest_flow(IngestOptions(source=str(seed)), str(db_path))

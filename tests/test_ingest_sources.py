@@ -7,13 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
+from ingest_inputs import answer_text, write_arena_dir
 
 from eqarena.datasets.arena_hard import read_arena_hard
 from eqarena.datasets.bundled import SEEDS_DIR, read_bundle, seed_names
 from eqarena.datasets.records import DatasetError, model_family
-
-from conftest import REPO_ROOT
-from ingest_inputs import answer_text, write_arena_dir
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +42,23 @@ def source_prompts(layout_dir: Path) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("layout, models", [
-    ("new_format", {"gpt-3.5-turbo-0125", "gpt-4-0314", "gpt-4-0613"}),
-    ("old_format", {"gpt-4-0314", "gpt-4o-2024-05-13", "claude-3-haiku-20240307", "llama-3-8b-instruct",
-                    "mixtral-8x7b-instruct-v0.1", "gemma-2b-it"}),
-])
+@pytest.mark.parametrize(
+    "layout, models",
+    [
+        ("new_format", {"gpt-3.5-turbo-0125", "gpt-4-0314", "gpt-4-0613"}),
+        (
+            "old_format",
+            {
+                "gpt-4-0314",
+                "gpt-4o-2024-05-13",
+                "claude-3-haiku-20240307",
+                "llama-3-8b-instruct",
+                "mixtral-8x7b-instruct-v0.1",
+                "gemma-2b-it",
+            },
+        ),
+    ],
+)
 def test_arena_hard_layout_read_verbatim(layout, models, arena):
     data = read_arena_hard(arena / layout, "arena-hard-v0.1")
     assert len(data.prompts) == 500
@@ -64,7 +75,8 @@ def test_layout_is_detected_per_file(tmp_path):
     data = read_arena_hard(directory, "mixed")
     assert [p.prompt_id for p in data.prompts] == [f"p{i}" for i in range(5)]
     assert {(r.prompt_id, r.model_id): r.text for r in data.responses} == {
-        (f"p{i}", m): answer_text(m, f"p{i}") for i in range(5) for m in "ab"}
+        (f"p{i}", m): answer_text(m, f"p{i}") for i in range(5) for m in "ab"
+    }
 
 
 def test_seeds_are_bundled_compact_and_licensed():
@@ -102,8 +114,10 @@ def test_seed_rebuild_is_byte_identical(tmp_path, source_data):
             assert (tmp_path / name / file).read_bytes() == (SEEDS_DIR / name / file).read_bytes(), (name, file)
 
 
-@pytest.mark.parametrize("folder, licence", [("prd_vicuna80", "LICENSE.PRD-MIT.txt"),
-                                             ("arena_hard_v0.1", "LICENSE.arena-hard-auto-Apache-2.0.txt")])
+@pytest.mark.parametrize(
+    "folder, licence",
+    [("prd_vicuna80", "LICENSE.PRD-MIT.txt"), ("arena_hard_v0.1", "LICENSE.arena-hard-auto-Apache-2.0.txt")],
+)
 def test_source_licences_are_shipped_verbatim(source_data, folder, licence):
     """Each licence inside the source archive is also next to tests/data/SOURCES.md, unchanged."""
     shipped = (REPO_ROOT / "tests" / "data" / licence).read_bytes()
@@ -112,9 +126,17 @@ def test_source_licences_are_shipped_verbatim(source_data, folder, licence):
 
 
 def test_model_family_is_the_leading_letters():
-    assert [model_family(m) for m in ("gpt-4-0314", "gpt35", "claude-3-haiku-20240307", "vicuna-13b",
-                                      "mixtral-8x7b-instruct-v0.1", "Llama-3-8b")] == \
-        ["gpt", "gpt", "claude", "vicuna", "mixtral", "llama"]
+    assert [
+        model_family(m)
+        for m in (
+            "gpt-4-0314",
+            "gpt35",
+            "claude-3-haiku-20240307",
+            "vicuna-13b",
+            "mixtral-8x7b-instruct-v0.1",
+            "Llama-3-8b",
+        )
+    ] == ["gpt", "gpt", "claude", "vicuna", "mixtral", "llama"]
 
 
 def test_truncated_gzip_names_the_file(tmp_path):
@@ -145,15 +167,21 @@ def _rewrite_first_judgment(seed: Path, **changes) -> None:
         handle.write("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"template": "other"}, r"judgments\.jsonl\.gz:1: unknown template 'other' \(not in dataset\.json\)"),
-    ({"model_b": "gpt5"}, r"judgments\.jsonl\.gz:1: judgment of model 'gpt5' on prompt '\d+', which has no answer of it"),
-    ({"model_b": "bard", "model_a": "bard"}, r"judgments\.jsonl\.gz:1: model_a and model_b are both 'bard'"),
-    ({"score": 2}, r"judgments\.jsonl\.gz:1: field score must be in \[-1, 1\], got 2\.0"),
-    ({"score": "1"}, r"judgments\.jsonl\.gz:1: field score must be a number, got str"),
-    ({"prompt_id": "81"}, r"judgments\.jsonl\.gz:1: unknown prompt '81' \(not in prompts\.jsonl\.gz\)"),
-    ({"sample_index": True}, r"judgments\.jsonl\.gz:1: field sample_index must be an integer, got bool"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"template": "other"}, r"judgments\.jsonl\.gz:1: unknown template 'other' \(not in dataset\.json\)"),
+        (
+            {"model_b": "gpt5"},
+            r"judgments\.jsonl\.gz:1: judgment of model 'gpt5' on prompt '\d+', which has no answer of it",
+        ),
+        ({"model_b": "bard", "model_a": "bard"}, r"judgments\.jsonl\.gz:1: model_a and model_b are both 'bard'"),
+        ({"score": 2}, r"judgments\.jsonl\.gz:1: field score must be in \[-1, 1\], got 2\.0"),
+        ({"score": "1"}, r"judgments\.jsonl\.gz:1: field score must be a number, got str"),
+        ({"prompt_id": "81"}, r"judgments\.jsonl\.gz:1: unknown prompt '81' \(not in prompts\.jsonl\.gz\)"),
+        ({"sample_index": True}, r"judgments\.jsonl\.gz:1: field sample_index must be an integer, got bool"),
+    ],
+)
 def test_bundle_judgments_are_validated(tmp_path, changes, message):
     seed = _copy_seed(tmp_path)
     _rewrite_first_judgment(seed, **changes)

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("interrupts") / "w.duckdb"
-    done = subprocess.run([str(EQARENA), "ingest", "--db", str(db)], env=_env(), capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [str(EQARENA), "ingest", "--db", str(db)], env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     return db
 
@@ -68,8 +69,13 @@ def _running(process: psutil.Process) -> bool:
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "kill-9"])
 def test_a_stopped_bootstrap_leaves_no_worker_and_no_run(warehouse, how):
-    rate = subprocess.Popen([str(EQARENA), "rate", "--judge", "prd:gpt4", "--bootstrap", "5000", "--db", str(warehouse)],
-                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rate = subprocess.Popen(
+        [str(EQARENA), "rate", "--judge", "prd:gpt4", "--bootstrap", "5000", "--db", str(warehouse)],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         workers = _workers_started(rate)
         rate.send_signal(how)
@@ -88,8 +94,13 @@ def test_a_stopped_bootstrap_leaves_no_worker_and_no_run(warehouse, how):
 def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(warehouse, how):
     """`eqarena run` computes its analyses on a thread while the bootstrap's workers run: stopped then,
     it exits 130 at once (no abort from the thread's native code) and writes no run."""
-    run = subprocess.Popen([str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
-                           env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         children = _workers_started(run)  # the analyses (about 5 s) started with the bootstrap
         workers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]  # it leaves with `run`
@@ -137,9 +148,14 @@ def test_ctrl_c_at_a_terminal_stops_the_main_job_quietly(warehouse, moment):
     """Ctrl-C at a terminal sends SIGINT to the whole process group, workers included: the command still
     exits 130 with nothing on stderr from any process (no worker's KeyboardInterrupt traceback), and no
     process of the group keeps running."""
-    run = subprocess.Popen([str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
-                           env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    run = subprocess.Popen(
+        [str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         children = _workers_importing(run) if moment == "workers importing" else _workers_started(run)
         os.killpg(run.pid, signal.SIGINT)
@@ -158,7 +174,10 @@ import time
 time.sleep(1.0)  # a worker's interpreter still starting, before its first import of eqarena
 import signal
 import eqarena
-print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set()), signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+print(
+    signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set()),
+    signal.getsignal(signal.SIGINT) == signal.SIG_IGN,
+)
 """
 
 
@@ -173,11 +192,13 @@ def test_a_ctrl_c_before_a_workers_first_import_waits_and_is_dropped(held):
     try:
         if held:
             with holding_interrupts():
-                worker = subprocess.Popen([sys.executable, "-c", STARTING_WORKER], stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True)
+                worker = subprocess.Popen(
+                    [sys.executable, "-c", STARTING_WORKER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
         else:
-            worker = subprocess.Popen([sys.executable, "-c", STARTING_WORKER], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
+            worker = subprocess.Popen(
+                [sys.executable, "-c", STARTING_WORKER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
         time.sleep(0.3)
         worker.send_signal(signal.SIGINT)
         out, err = worker.communicate(timeout=120)

@@ -26,8 +26,9 @@ def _dud_game(seed: int, prompts: int = 6, models: int = 4, per_order: int = 2):
 
 def _judged(seed: int):
     """The coverage benchmark's kind of game: 8 noisy verdicts per order of a 30-prompt, 4-model game."""
-    return simulated_battles(solvers.synthetic_king_tensor(30, 4, seed=200 + seed, judgments=16), 8,
-                             np.random.default_rng(seed))
+    return simulated_battles(
+        solvers.synthetic_king_tensor(30, 4, seed=200 + seed, judgments=16), 8, np.random.default_rng(seed)
+    )
 
 
 def _percentile_interval(samples: np.ndarray, confidence: float) -> np.ndarray:
@@ -61,8 +62,9 @@ def test_unanimous_cells_with_few_judgments_no_longer_put_the_rating_outside():
     for seed in range(2):
         judged, battles = _dud_game(seed)
         full = {m: solve_king_ratings(m, judged)[0] for m in ("ne", "cce")}
-        missed += _check(bootstrap_ratings(judged, ["ne", "cce"], replicates=24, seed=seed, battles=battles,
-                                           full=full), full)
+        missed += _check(
+            bootstrap_ratings(judged, ["ne", "cce"], replicates=24, seed=seed, battles=battles, full=full), full
+        )
     assert missed > 0  # the plain percentile interval did miss here: the check above is not vacuous
 
 
@@ -77,8 +79,9 @@ def test_every_interval_holds_its_rating(game):
         elif game == "prompts-only":
             judged = solvers.synthetic_king_tensor(40, 5, seed=seed)
         else:
-            judged, battles = simulated_battles(solvers.synthetic_king_tensor(12, 5, seed=seed), 1,
-                                                np.random.default_rng(seed))
+            judged, battles = simulated_battles(
+                solvers.synthetic_king_tensor(12, 5, seed=seed), 1, np.random.default_rng(seed)
+            )
         schemes = ("prompts",) if battles is None else ("prompts", "judgments")
         results = bootstrap_ratings(judged, methods, replicates=24, seed=seed, schemes=schemes, battles=battles)
         _check(results, {m: solve_king_ratings(m, judged)[0] for m in methods})

@@ -13,17 +13,34 @@ from eqarena.warehouse.connection import WarehouseUnusableError
 from eqarena.warehouse.journal import left_journals
 from eqarena.warehouse.judgments import JudgmentRow, JudgmentWriter
 
+pytestmark = pytest.mark.unit
+
 
 def _row(index: int, score: float = 0.25) -> JudgmentRow:
-    return JudgmentRow("judge-x", "t1", "toy", "p1", "m1", "m2", index, "ok", verdict="A>B", score=score,
-                       raw_text="[[A>B]] \u00e9\u00e8 \"quoted\"\n", tokens_in=12, latency_s=0.125, run_id="r1")
+    return JudgmentRow(
+        "judge-x",
+        "t1",
+        "toy",
+        "p1",
+        "m1",
+        "m2",
+        index,
+        "ok",
+        verdict="A>B",
+        score=score,
+        raw_text='[[A>B]] \u00e9\u00e8 "quoted"\n',
+        tokens_in=12,
+        latency_s=0.125,
+        run_id="r1",
+    )
 
 
 def _stored(db) -> list[tuple]:
     con = warehouse.connect(db, read_only=True)
     try:
-        return con.execute("SELECT sample_index, score, raw_text, tokens_in, latency_s FROM judgments "
-                           "ORDER BY sample_index").fetchall()
+        return con.execute(
+            "SELECT sample_index, score, raw_text, tokens_in, latency_s FROM judgments ORDER BY sample_index"
+        ).fetchall()
     finally:
         con.close()
 
@@ -84,8 +101,12 @@ def test_a_committed_buffer_leaves_no_journal_and_a_live_one_is_not_replayed(db_
 def test_a_file_that_is_not_an_eqarena_journal_stops_with_one_line(db_path):
     warehouse.connect(db_path).close()
     stray = db_path.with_name(f"{db_path.name}.runs.99999999-0.journal")
-    stray.write_text(json.dumps({"table": "runs; DROP TABLE runs", "key": "run_id", "types": {"run_id": "VARCHAR"}})
-                     + "\n" + json.dumps({"run_id": "x"}) + "\n")
+    stray.write_text(
+        json.dumps({"table": "runs; DROP TABLE runs", "key": "run_id", "types": {"run_id": "VARCHAR"}})
+        + "\n"
+        + json.dumps({"run_id": "x"})
+        + "\n"
+    )
     with pytest.raises(WarehouseUnusableError, match="not a journal of eqarena's"):
         warehouse.connect(db_path)
     assert stray.exists()

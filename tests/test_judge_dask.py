@@ -9,13 +9,12 @@ import os
 from itertools import permutations
 
 import pytest
+from fake_llm_server import FakeLLMServer, plant_dataset
+from judging import judge_options
 
 from eqarena import warehouse
 from eqarena.flows.judge import judge_flow
 from eqarena.options import RetryPolicy, RunnerOptions
-
-from fake_llm_server import FakeLLMServer, plant_dataset
-from judging import judge_options
 
 QUALITY = {"m1": 0.9, "m2": 0.3, "m3": 0.0, "m4": -0.3, "m5": -0.9}
 PROMPTS = [str(p) for p in range(1, 6)]
@@ -40,8 +39,10 @@ def toy_db(db_path):
 def stored(db_path, judge: str) -> list[tuple]:
     con = warehouse.connect(db_path, read_only=True)
     try:
-        return con.execute("SELECT prompt_id, model_a, model_b, sample_index, status, raw_text, error FROM judgments "
-                           "WHERE judge = ?", [judge]).fetchall()
+        return con.execute(
+            "SELECT prompt_id, model_a, model_b, sample_index, status, raw_text, error FROM judgments WHERE judge = ?",
+            [judge],
+        ).fetchall()
     finally:
         con.close()
 
@@ -57,8 +58,13 @@ def test_dask_runner_judges_every_cell_once_within_one_shared_rate_limit(prefect
     assert len(planned) == 200
     with FakeLLMServer(QUALITY, latency_s=0.1, rpm_limit=RPM, record_times=True) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        options = dask_judge(spec, samples_per_order=SAMPLES, rpm=RPM, concurrency=16,
-                                runner=RunnerOptions(runner="dask", dask_workers=2))
+        options = dask_judge(
+            spec,
+            samples_per_order=SAMPLES,
+            rpm=RPM,
+            concurrency=16,
+            runner=RunnerOptions(runner="dask", dask_workers=2),
+        )
         out = judge_flow(options, str(toy_db), progress=False)
         seen = server.snapshot()
         again = judge_flow(options, str(toy_db), progress=False)
@@ -108,11 +114,13 @@ def keyed_cluster():
 
 def test_dask_runner_caps_retries_and_keys_as_the_default_runner(prefect_harness, toy_db, keyed_cluster):
     address, key = keyed_cluster
-    with FakeLLMServer(QUALITY, fault_rate=0.15, fault_kinds=("429", "500"), malformed_rate=0.1, seed=3,
-                       require_key=key) as server:
+    with FakeLLMServer(
+        QUALITY, fault_rate=0.15, fault_kinds=("429", "500"), malformed_rate=0.1, seed=3, require_key=key
+    ) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        common = dict(samples_per_order=1, prompts=2, max_unparsed=10,
-                      runner=RunnerOptions(runner="dask", dask_address=address))
+        common = dict(
+            samples_per_order=1, prompts=2, max_unparsed=10, runner=RunnerOptions(runner="dask", dask_address=address)
+        )
         capped = judge_flow(dask_judge(spec, max_calls=15, concurrency=4, **common), str(toy_db), progress=False)
         assert capped.stopped_by == "max-calls" and "stopped at the --max-calls cap" in capped.message
         assert 0 < capped.stats.samples <= 15 and capped.left.calls > 0
@@ -136,9 +144,15 @@ def test_a_missing_key_on_the_workers_stops_the_run(prefect_harness, toy_db, key
     address, _ = keyed_cluster
     with FakeLLMServer(QUALITY) as server:
         with pytest.raises(Exception, match="set GEMINI_API_KEY"):  # the workers have none
-            judge_flow(dask_judge(f"gemini:gemini-2.0-flash@{server.url}", prompts=1,
-                                     runner=RunnerOptions(runner="dask", dask_address=address)), str(toy_db),
-                       progress=False)
+            judge_flow(
+                dask_judge(
+                    f"gemini:gemini-2.0-flash@{server.url}",
+                    prompts=1,
+                    runner=RunnerOptions(runner="dask", dask_address=address),
+                ),
+                str(toy_db),
+                progress=False,
+            )
         assert server.snapshot().requests == 0
     assert stored(toy_db, "gemini:gemini-2.0-flash") == []
 
@@ -148,9 +162,17 @@ def test_gemini_calls_run_on_the_workers_through_the_google_genai_sdk(prefect_ha
     key = "gemini-test-key"
     monkeypatch.setenv("GEMINI_API_KEY", key)  # the LocalCluster's workers inherit it
     with FakeLLMServer(QUALITY, require_key=key) as server:
-        out = judge_flow(dask_judge(f"gemini:gemini-2.0-flash@{server.url}", prompts=2, samples_per_order=1,
-                                       concurrency=8, runner=RunnerOptions(runner="dask", dask_workers=2)),
-                         str(toy_db), progress=False)
+        out = judge_flow(
+            dask_judge(
+                f"gemini:gemini-2.0-flash@{server.url}",
+                prompts=2,
+                samples_per_order=1,
+                concurrency=8,
+                runner=RunnerOptions(runner="dask", dask_workers=2),
+            ),
+            str(toy_db),
+            progress=False,
+        )
         seen = server.snapshot()
     assert out.left.calls == 0 and out.message.startswith("done"), out.message
     rows = stored(toy_db, "gemini:gemini-2.0-flash")

@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from fake_llm_server import FakeLLMServer, plant_dataset
+from judging import judge_options
 from typer.testing import CliRunner
 
 from eqarena import warehouse
@@ -15,9 +17,6 @@ from eqarena.flows.judge import judge_flow
 from eqarena.options import RunnerOptions
 from eqarena.tasks.judge_plan import plan_judge_run
 from eqarena.warehouse.tensor import assemble_tensor
-
-from fake_llm_server import FakeLLMServer, plant_dataset
-from judging import judge_options
 
 QUALITY = {"m1": 0.9, "m2": 0.3, "m3": -0.3, "m4": -0.9}
 
@@ -66,8 +65,11 @@ def test_plan_equals_the_calls_made_and_a_rerun_pays_nothing(prefect_harness, to
 
 def test_a_judge_always_preferring_position_a_gives_zero_u_king(prefect_harness, toy_db):
     with FakeLLMServer(QUALITY, always_a=True) as server:
-        judge_flow(judge_options(f"openai-compatible:biased@{server.openai_base_url}", samples_per_order=2),
-                   str(toy_db), progress=False)
+        judge_flow(
+            judge_options(f"openai-compatible:biased@{server.openai_base_url}", samples_per_order=2),
+            str(toy_db),
+            progress=False,
+        )
     rows = judgments(toy_db, "openai-compatible:biased")
     assert {r[5] for r in rows} == {1.0}  # raw: A always wins clearly
     con = warehouse.connect(toy_db)
@@ -78,8 +80,16 @@ def test_a_judge_always_preferring_position_a_gives_zero_u_king(prefect_harness,
 
 def test_three_class_template_recovers_the_planted_order(prefect_harness, toy_db):
     with FakeLLMServer(QUALITY, seed=5) as server:
-        out = judge_flow(judge_options(f"openai-compatible:judge@{server.openai_base_url}", template="pairwise3",
-                                       samples_per_order=2, multi_sample=True), str(toy_db), progress=False)
+        out = judge_flow(
+            judge_options(
+                f"openai-compatible:judge@{server.openai_base_url}",
+                template="pairwise3",
+                samples_per_order=2,
+                multi_sample=True,
+            ),
+            str(toy_db),
+            progress=False,
+        )
     assert out.plan.template == "pairwise3"
     con = warehouse.connect(toy_db)
     assert {r[0] for r in con.execute("SELECT DISTINCT score FROM judgments").fetchall()} <= {-1.0, 0.0, 1.0}
@@ -93,9 +103,27 @@ def test_cli_plan_json_then_max_cost_stop_and_resume(prefect_harness, toy_db, tm
     prices.write_text('[openai-compatible."judge"]\ninput = 100.0\noutput = 200.0\n')
     cli = CliRunner()
     with FakeLLMServer(QUALITY) as server:
-        base = ["judge", "--judge", f"openai-compatible:judge@{server.openai_base_url}", "--dataset", "toy",
-                "--db", str(toy_db), "--prompts", "2", "--models", "m1,m2,m3", "--samples-per-order", "2",
-                "--prices", str(prices), "--retry-wait", "0.01", "--timeout", "1"]
+        base = [
+            "judge",
+            "--judge",
+            f"openai-compatible:judge@{server.openai_base_url}",
+            "--dataset",
+            "toy",
+            "--db",
+            str(toy_db),
+            "--prompts",
+            "2",
+            "--models",
+            "m1,m2,m3",
+            "--samples-per-order",
+            "2",
+            "--prices",
+            str(prices),
+            "--retry-wait",
+            "0.01",
+            "--timeout",
+            "1",
+        ]
         shown = cli.invoke(app, [*base, "--plan", "--json"])
         assert shown.exit_code == 0, shown.output
         plan = json.loads(shown.output)
@@ -114,8 +142,11 @@ def test_cli_plan_json_then_max_cost_stop_and_resume(prefect_harness, toy_db, tm
         assert outcome["left"]["calls"] == 0 and outcome["stats"]["samples"] == left
         assert server.snapshot().requests == 24
     con = warehouse.connect(toy_db)
-    cost_by_run = dict(con.execute(
-        "SELECT run_id, sum(tokens_in) * 100e-6 + sum(tokens_out) * 200e-6 FROM judgments GROUP BY run_id").fetchall())
+    cost_by_run = dict(
+        con.execute(
+            "SELECT run_id, sum(tokens_in) * 100e-6 + sum(tokens_out) * 200e-6 FROM judgments GROUP BY run_id"
+        ).fetchall()
+    )
     assert cost_by_run[outcome["run_id"]] == pytest.approx(outcome["spent_usd"])  # spend = the usage's price
     (capped_run_cost,) = [c for run, c in cost_by_run.items() if run != outcome["run_id"]]
     assert capped_run_cost <= cap
@@ -123,15 +154,19 @@ def test_cli_plan_json_then_max_cost_stop_and_resume(prefect_harness, toy_db, tm
 
 def test_cli_errors_are_one_line(prefect_harness, toy_db):
     cli = CliRunner()
-    result = cli.invoke(app, ["judge", "--judge", "openai-compatible:j@http://127.0.0.1:9/v1", "--dataset", "nope",
-                              "--db", str(toy_db)])
+    result = cli.invoke(
+        app, ["judge", "--judge", "openai-compatible:j@http://127.0.0.1:9/v1", "--dataset", "nope", "--db", str(toy_db)]
+    )
     assert result.exit_code == 1
     assert result.output.strip() == (
-        "error: dataset 'nope' has no prompts in the warehouse (datasets: toy); run `eqarena ingest --dataset nope` first")
+        "error: dataset 'nope' has no prompts in the warehouse (datasets: toy); "
+        "run `eqarena ingest --dataset nope` first"
+    )
     result = cli.invoke(app, ["judge", "--judge", "mystery", "--db", str(toy_db)])
     assert result.exit_code == 1 and result.output.startswith("error: --judge 'mystery': expected openai:MODEL")
-    result = cli.invoke(app, ["judge", "--judge", "openai:unlisted-model", "--dataset", "toy", "--db", str(toy_db),
-                              "--max-cost", "1"])
+    result = cli.invoke(
+        app, ["judge", "--judge", "openai:unlisted-model", "--dataset", "toy", "--db", str(toy_db), "--max-cost", "1"]
+    )
     assert result.exit_code == 1 and "no price for openai:unlisted-model" in result.output
 
 
@@ -163,8 +198,11 @@ def test_batch_mode_judges_everything_at_batch_price_and_reasks_unparsed(prefect
 
 
 def test_batch_mode_needs_an_openai_style_judge(prefect_harness, toy_db):
-    result = CliRunner().invoke(app, ["judge", "--judge", "gemini:gemini-2.0-flash", "--dataset", "toy", "--batch",
-                                      "--db", str(toy_db)])
+    result = CliRunner().invoke(
+        app, ["judge", "--judge", "gemini:gemini-2.0-flash", "--dataset", "toy", "--batch", "--db", str(toy_db)]
+    )
     assert result.exit_code == 1
-    assert result.output.startswith("error: --batch uses the OpenAI Batch API: it needs an openai: or "
-                                    "openai-compatible: judge, not gemini:gemini-2.0-flash")
+    assert result.output.startswith(
+        "error: --batch uses the OpenAI Batch API: it needs an openai: or "
+        "openai-compatible: judge, not gemini:gemini-2.0-flash"
+    )

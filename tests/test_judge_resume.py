@@ -13,20 +13,19 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_llm_server import FakeLLMServer, plant_dataset
+from judging import judge_options
 
 from eqarena import warehouse
 from eqarena.flows.judge import judge_flow
 from eqarena.judge.batch import BatchJudge
 from eqarena.judge.inputs import read_inputs
 from eqarena.judge.plan import plan_missing
-from eqarena.llm.providers import make_provider
 from eqarena.judge.templates import load_template
+from eqarena.llm.providers import make_provider
 from eqarena.options import RetryPolicy, RunnerOptions
 from eqarena.tasks.judge_plan import plan_judge_run
 from eqarena.warehouse.judge_batches import update_job
-
-from fake_llm_server import FakeLLMServer, plant_dataset
-from judging import judge_options
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUALITY = {"m1": 0.9, "m2": 0.3, "m3": -0.3, "m4": -0.9}
@@ -49,8 +48,23 @@ def start_judge(spec: str, db: Path, *extra: str, env: dict | None = None) -> su
     from prefect.settings import PREFECT_API_URL
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), **(env or {})}
-    command = [sys.executable, "-m", "eqarena.cli", "judge", "--judge", spec, "--dataset", "toy", "--db", str(db),
-               "--samples-per-order", str(SAMPLES), "--retry-wait", "0.01", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "eqarena.cli",
+        "judge",
+        "--judge",
+        spec,
+        "--dataset",
+        "toy",
+        "--db",
+        str(db),
+        "--samples-per-order",
+        str(SAMPLES),
+        "--retry-wait",
+        "0.01",
+        *extra,
+    ]
     return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -114,8 +128,7 @@ def test_kill_9_mid_run_then_rerun_repeats_no_paid_call(prefect_harness, toy_db)
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
-def test_a_stop_mid_run_stores_the_answers_in_flight_and_a_rerun_pays_only_the_rest(prefect_harness, toy_db,
-                                                                                    stop):
+def test_a_stop_mid_run_stores_the_answers_in_flight_and_a_rerun_pays_only_the_rest(prefect_harness, toy_db, stop):
     with FakeLLMServer(QUALITY, latency_s=0.01, hold_after=50) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
         judge = start_judge(spec, toy_db, "--concurrency", str(CONCURRENCY), "--timeout", "60")
@@ -150,8 +163,9 @@ def test_a_stop_mid_run_stores_the_answers_in_flight_and_a_rerun_pays_only_the_r
 def test_a_stop_waits_for_the_requests_in_flight_no_longer_than_its_grace_period(prefect_harness, toy_db):
     with FakeLLMServer(QUALITY, latency_s=0.01, hold_after=10) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        judge = start_judge(spec, toy_db, "--concurrency", str(CONCURRENCY), "--timeout", "600",
-                            env={"EQARENA_STOP_GRACE_S": "2"})
+        judge = start_judge(
+            spec, toy_db, "--concurrency", str(CONCURRENCY), "--timeout", "600", env={"EQARENA_STOP_GRACE_S": "2"}
+        )
         wait_for(lambda: all_workers_waiting(server), judge)
         judge.send_signal(signal.SIGINT)  # the server never answers the parked requests
         output = judge.communicate(timeout=120)[0].decode()
@@ -177,8 +191,9 @@ def test_batch_mode_resumes_after_kill_without_a_second_batch(prefect_harness, t
         (job,) = con.execute("SELECT job_id, status, batch_id FROM judge_batches").fetchall()
         con.close()
         assert job[1] == "submitted" and job[2]
-        batch = judge_options(spec, samples_per_order=SAMPLES, retry=RetryPolicy(),
-                              runner=RunnerOptions(batch=True, batch_poll_s=0.05))
+        batch = judge_options(
+            spec, samples_per_order=SAMPLES, retry=RetryPolicy(), runner=RunnerOptions(batch=True, batch_poll_s=0.05)
+        )
         planned = plan_judge_run(batch, str(toy_db))
         assert planned.plan.calls == 0 and planned.plan.pending_samples == sum(ALL_CELLS.values())
 
@@ -199,14 +214,29 @@ def test_a_batch_created_but_not_recorded_is_found_not_recreated(prefect_harness
         spec = f"openai-compatible:judge@{server.openai_base_url}"
         con = warehouse.connect(toy_db)
         inputs = read_inputs(con, "toy", None, None)
-        plan = plan_missing(con, "openai-compatible:judge", TEMPLATE, inputs, samples_per_order=SAMPLES,
-                            max_unparsed=None, multi_sample=True, batch=True, price=None)
+        plan = plan_missing(
+            con,
+            "openai-compatible:judge",
+            TEMPLATE,
+            inputs,
+            samples_per_order=SAMPLES,
+            max_unparsed=None,
+            multi_sample=True,
+            batch=True,
+            price=None,
+        )
 
         async def upload_and_create() -> str:
             provider = make_provider(spec)
             try:
-                batch = BatchJudge(provider=provider, template=TEMPLATE, dataset="toy", prompts=inputs.prompts,
-                                   responses=inputs.responses, con=con)
+                batch = BatchJudge(
+                    provider=provider,
+                    template=TEMPLATE,
+                    dataset="toy",
+                    prompts=inputs.prompts,
+                    responses=inputs.responses,
+                    con=con,
+                )
                 (job_id,) = batch.prepare(plan.requests)
                 await batch.submit(job_id)
                 return job_id
@@ -218,9 +248,16 @@ def test_a_batch_created_but_not_recorded_is_found_not_recreated(prefect_harness
         update_job(con, job_id, status="uploaded", batch_id=None)
         con.close()
         server.configure(batch_hold=False)
-        outcome = judge_flow(judge_options(spec, samples_per_order=SAMPLES, retry=RetryPolicy(),
-                                           runner=RunnerOptions(batch=True, batch_poll_s=0.05)),
-                             str(toy_db), progress=False)
+        outcome = judge_flow(
+            judge_options(
+                spec,
+                samples_per_order=SAMPLES,
+                retry=RetryPolicy(),
+                runner=RunnerOptions(batch=True, batch_poll_s=0.05),
+            ),
+            str(toy_db),
+            progress=False,
+        )
         seen = server.snapshot()
     assert seen.batch_creates == 1 and outcome.batch_jobs == (job_id,)
     assert seen.paid_samples == ALL_CELLS

@@ -10,18 +10,17 @@ import math
 import time
 
 import pytest
+from fake_llm_server import FakeLLMServer, plant_dataset
 
 from eqarena import warehouse
-from eqarena.llm.budget import Budget
 from eqarena.judge.inputs import read_inputs
 from eqarena.judge.plan import plan_missing
-from eqarena.llm.providers import FatalProviderError, make_provider
 from eqarena.judge.runner import JudgeRunner
 from eqarena.judge.templates import load_template
+from eqarena.llm.budget import Budget
+from eqarena.llm.providers import FatalProviderError, make_provider
 from eqarena.options import RetryPolicy, RunLimits
 from eqarena.warehouse.judgments import JudgmentWriter
-
-from fake_llm_server import FakeLLMServer, plant_dataset
 
 QUALITY = {"m1": 1.0, "m2": 0.4, "m3": -0.2, "m4": -0.8}
 FAST_RETRY = RetryPolicy(attempts=12, initial_wait_s=0.01, max_wait_s=0.05, timeout_s=0.5)
@@ -38,8 +37,17 @@ def con(db_path):
 
 def plan_for(con, judge_id, *, samples=2, multi=True, max_unparsed=None, prompts=None, models=None):
     inputs = read_inputs(con, "toy", models, prompts)
-    plan = plan_missing(con, judge_id, TEMPLATE, inputs, samples_per_order=samples, max_unparsed=max_unparsed,
-                             multi_sample=multi, batch=False, price=None)
+    plan = plan_missing(
+        con,
+        judge_id,
+        TEMPLATE,
+        inputs,
+        samples_per_order=samples,
+        max_unparsed=max_unparsed,
+        multi_sample=multi,
+        batch=False,
+        price=None,
+    )
     return plan, inputs
 
 
@@ -47,9 +55,19 @@ def run(con, spec, plan, inputs, *, retry=FAST_RETRY, limits=RunLimits(concurren
     async def go():
         provider = make_provider(spec, timeout_s=retry.timeout_s)
         try:
-            async with JudgeRunner(provider=provider, template=TEMPLATE, dataset="toy", prompts=inputs.prompts,
-                                   responses=inputs.responses, writer=JudgmentWriter(con), run_id="test",
-                                   retry=retry, limits=limits, budget=budget, multi_sample=multi) as runner:
+            async with JudgeRunner(
+                provider=provider,
+                template=TEMPLATE,
+                dataset="toy",
+                prompts=inputs.prompts,
+                responses=inputs.responses,
+                writer=JudgmentWriter(con),
+                run_id="test",
+                retry=retry,
+                limits=limits,
+                budget=budget,
+                multi_sample=multi,
+            ) as runner:
                 await runner.judge(plan.requests)
             return runner
         finally:
@@ -94,8 +112,9 @@ def test_thirty_percent_faults_complete_with_exact_request_accounting(con, multi
 
 def test_gemini_sdk_against_the_local_server(con, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-test-key")
-    with FakeLLMServer(QUALITY, seed=2, fault_rate=0.3, malformed_rate=0.05, stall_s=1.0,
-                       require_key="gemini-test-key") as server:
+    with FakeLLMServer(
+        QUALITY, seed=2, fault_rate=0.3, malformed_rate=0.05, stall_s=1.0, require_key="gemini-test-key"
+    ) as server:
         judge_id = "gemini:gemini-2.0-flash"
         plan, inputs = plan_for(con, judge_id, prompts=2, max_unparsed=50)
         runner = run(con, f"{judge_id}@{server.url}", plan, inputs)
@@ -114,14 +133,22 @@ def test_verdicts_follow_the_planted_quality(con):
         judge_id = "openai-compatible:judge"
         plan, inputs = plan_for(con, judge_id, samples=3)
         # no faults and a generous timeout: every cell gets exactly its first three draws
-        runner = run(con, f"{judge_id}@{server.openai_base_url}", plan, inputs,
-                     retry=RetryPolicy(attempts=3, initial_wait_s=0.01, max_wait_s=0.05, timeout_s=30))
+        runner = run(
+            con,
+            f"{judge_id}@{server.openai_base_url}",
+            plan,
+            inputs,
+            retry=RetryPolicy(attempts=3, initial_wait_s=0.01, max_wait_s=0.05, timeout_s=30),
+        )
     assert runner.stats.retries == 0
-    means = dict(con.execute(
-        "SELECT model_a || '>' || model_b, avg(score) FROM judgments WHERE status = 'ok' GROUP BY ALL").fetchall())
+    means = dict(
+        con.execute(
+            "SELECT model_a || '>' || model_b, avg(score) FROM judgments WHERE status = 'ok' GROUP BY ALL"
+        ).fetchall()
+    )
     models = list(QUALITY)
     for i, better in enumerate(models):
-        for worse in models[i + 1:]:
+        for worse in models[i + 1 :]:
             # the decoy label comes first in every output: reading the first label would invert these
             assert means[f"{better}>{worse}"] > 0.3 and means[f"{worse}>{better}"] < -0.3
 
@@ -164,8 +191,13 @@ def test_exhausted_retries_store_errors_that_are_planned_again(con):
     with FakeLLMServer(QUALITY, fault_rate=1.0, fault_kinds=("500",)) as server:
         judge_id = "openai-compatible:judge"
         plan, inputs = plan_for(con, judge_id, samples=1, prompts=1)
-        runner = run(con, f"{judge_id}@{server.openai_base_url}", plan, inputs,
-                     retry=RetryPolicy(attempts=3, initial_wait_s=0.0, max_wait_s=0.0, timeout_s=1.0))
+        runner = run(
+            con,
+            f"{judge_id}@{server.openai_base_url}",
+            plan,
+            inputs,
+            retry=RetryPolicy(attempts=3, initial_wait_s=0.0, max_wait_s=0.0, timeout_s=1.0),
+        )
         assert server.snapshot().requests == 3 * plan.request_count
         rows = stored(con, judge_id)
         assert runner.stats.errors == len(rows) == plan.samples and {r[4] for r in rows} == {"error"}
@@ -197,8 +229,9 @@ def test_max_calls_stops_cleanly(con):
     with FakeLLMServer(QUALITY) as server:
         judge_id = "openai-compatible:judge"
         plan, inputs = plan_for(con, judge_id, samples=1, multi=False)
-        runner = run(con, f"{judge_id}@{server.openai_base_url}", plan, inputs, budget=Budget(max_samples=10),
-                     multi=False)
+        runner = run(
+            con, f"{judge_id}@{server.openai_base_url}", plan, inputs, budget=Budget(max_samples=10), multi=False
+        )
         assert server.snapshot().requests == 10
     assert len(stored(con, judge_id)) == 10
     assert runner.budget.exhausted_by == "max-calls"
@@ -214,8 +247,11 @@ def test_rate_limits_space_the_requests(con, limit):
         plan, inputs = plan_for(con, judge_id, samples=1, prompts=2, multi=False)  # 24 single-sample requests
         tokens = max(r.tokens_in for r in plan.requests) + TEMPLATE.expected_output_tokens
         # Both: one second's worth (10 of the largest requests) at once, then one request per 0.1 s.
-        limits = (RunLimits(concurrency=24, rpm=600) if limit == "rpm"
-                  else RunLimits(concurrency=24, tpm=tokens * 600, tpm_burst_s=1.0))
+        limits = (
+            RunLimits(concurrency=24, rpm=600)
+            if limit == "rpm"
+            else RunLimits(concurrency=24, tpm=tokens * 600, tpm_burst_s=1.0)
+        )
         started = time.monotonic()
         run(con, f"{judge_id}@{server.openai_base_url}", plan, inputs, limits=limits, multi=False)
         times = sorted(server.snapshot().request_times)

@@ -9,14 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqarena import warehouse
-from eqarena.llm.budget import Budget
 from eqarena.judge.inputs import PlanError, choose_models, choose_prompts
 from eqarena.judge.plan import build_plan
-from eqarena.llm.pricing import PriceError, estimate_message_tokens, load_prices
-from eqarena.llm.providers import JudgeSpecError, make_provider, parse_judge_spec
 from eqarena.judge.templates import TEMPLATES_DIR, TemplateError, available_templates, load_template
 from eqarena.judge.verdict import parse_verdict
+from eqarena.llm.budget import Budget
+from eqarena.llm.pricing import PriceError, estimate_message_tokens, load_prices
+from eqarena.llm.providers import JudgeSpecError, make_provider, parse_judge_spec
 from eqarena.warehouse.judgments import CellState, JudgmentRow, JudgmentWriter, cell_states, insert_judgments
+
+pytestmark = pytest.mark.unit
 
 FIVE = load_template("pairwise5")
 THREE = load_template("pairwise3")
@@ -50,14 +52,17 @@ def test_messages_put_a_first_and_keep_braces_verbatim():
     assert text.index("first {answer_a}") < text.index("second")
 
 
-@pytest.mark.parametrize("body, message", [
-    ("[system]\nx [[A>B]] [[B>A]]\n[user]\n{question}{answer_a}{answer_b}\n", "labels"),
-    ("# labels: A>B=1 B>A=-1\n[system]\nx [[A>B]] [[B>A]]\n[user]\n{question}{answer_a}\n", "{answer_b}"),
-    ("# labels: A>B=2 B>A=-1\n[system]\nx\n[user]\n{question}{answer_a}{answer_b}\n", ":1: score of A>B"),
-    ("# labels: A>B=1 A?B=0\n[system]\nx\n[user]\n{question}{answer_a}{answer_b}\n", ":1: bad label 'A?B=0'"),
-    ("# labels: A>B=1 B>A=-1\nstray\n[system]\nx\n[user]\n", ":2: text before"),
-    ("# labels: A>B=1 B>A=-1\n[system]\nonly [[A>B]]\n[user]\n{question}{answer_a}{answer_b}\n", "[[B>A]]"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("[system]\nx [[A>B]] [[B>A]]\n[user]\n{question}{answer_a}{answer_b}\n", "labels"),
+        ("# labels: A>B=1 B>A=-1\n[system]\nx [[A>B]] [[B>A]]\n[user]\n{question}{answer_a}\n", "{answer_b}"),
+        ("# labels: A>B=2 B>A=-1\n[system]\nx\n[user]\n{question}{answer_a}{answer_b}\n", ":1: score of A>B"),
+        ("# labels: A>B=1 A?B=0\n[system]\nx\n[user]\n{question}{answer_a}{answer_b}\n", ":1: bad label 'A?B=0'"),
+        ("# labels: A>B=1 B>A=-1\nstray\n[system]\nx\n[user]\n", ":2: text before"),
+        ("# labels: A>B=1 B>A=-1\n[system]\nonly [[A>B]]\n[user]\n{question}{answer_a}{answer_b}\n", "[[B>A]]"),
+    ],
+)
 def test_bad_template_names_file_and_problem(tmp_path, body, message):
     path = tmp_path / "bad.txt"
     path.write_text(body)
@@ -74,15 +79,18 @@ def test_unknown_template_lists_the_shipped_ones():
 # ---------------------------------------------------------------- verdicts
 
 
-@pytest.mark.parametrize("output, label", [
-    ("reasoning ... My final verdict is [[A>B]].", "A>B"),
-    ("Not [[B>>A]] at all; final: [[A=B]]", "A=B"),
-    ("[[ B >> A ]]", "B>>A"),
-    ("so [[B<A]]", "A>B"),
-    ("clearly [[a>>b]]", "A>>B"),
-    ("[[A>>B]] then an invalid tail [[C]]", "A>>B"),
-    ("[[A>B]]\n\nfinal [[B=A]]", "A=B"),
-])
+@pytest.mark.parametrize(
+    "output, label",
+    [
+        ("reasoning ... My final verdict is [[A>B]].", "A>B"),
+        ("Not [[B>>A]] at all; final: [[A=B]]", "A=B"),
+        ("[[ B >> A ]]", "B>>A"),
+        ("so [[B<A]]", "A>B"),
+        ("clearly [[a>>b]]", "A>>B"),
+        ("[[A>>B]] then an invalid tail [[C]]", "A>>B"),
+        ("[[A>B]]\n\nfinal [[B=A]]", "A=B"),
+    ],
+)
 def test_parser_takes_the_final_valid_label(output, label):
     verdict = parse_verdict(output, FIVE)
     assert verdict is not None and verdict.label == label and verdict.score == dict(FIVE.labels)[label]
@@ -99,9 +107,12 @@ def test_three_class_rejects_five_label_strengths():
 
 
 @settings(max_examples=200, deadline=None)
-@given(prefix=st.text(alphabet=st.characters(blacklist_characters="[]"), max_size=200),
-       first=st.sampled_from([l for l, _ in FIVE.labels]), last=st.sampled_from([l for l, _ in FIVE.labels]),
-       suffix=st.text(alphabet=st.characters(blacklist_characters="[]"), max_size=50))
+@given(
+    prefix=st.text(alphabet=st.characters(blacklist_characters="[]"), max_size=200),
+    first=st.sampled_from([label for label, _ in FIVE.labels]),
+    last=st.sampled_from([label for label, _ in FIVE.labels]),
+    suffix=st.text(alphabet=st.characters(blacklist_characters="[]"), max_size=50),
+)
 def test_parser_property_last_label_wins(prefix, first, last, suffix):
     verdict = parse_verdict(f"{prefix}[[{first}]]{prefix}[[{last}]]{suffix}", FIVE)
     assert verdict.label == last
@@ -114,17 +125,24 @@ def test_spec_strings():
     assert parse_judge_spec("openai:gpt-4o-mini").judge_id == "openai:gpt-4o-mini"
     spec = parse_judge_spec("openai-compatible:qwen2.5-7b@http://127.0.0.1:8000/v1")
     assert (spec.provider, spec.model, spec.base_url, spec.judge_id) == (
-        "openai-compatible", "qwen2.5-7b", "http://127.0.0.1:8000/v1", "openai-compatible:qwen2.5-7b")
+        "openai-compatible",
+        "qwen2.5-7b",
+        "http://127.0.0.1:8000/v1",
+        "openai-compatible:qwen2.5-7b",
+    )
     assert parse_judge_spec("gemini:gemini-2.0-flash@http://localhost:9").base_url == "http://localhost:9"
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("gpt-4o", "expected openai:MODEL"),
-    ("anthropic:claude", "expected openai:MODEL"),
-    ("openai:", "model name is empty"),
-    ("openai-compatible:llama", "needs the server"),
-    ("openai:gpt-4o@ftp://x", "must start with http"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("gpt-4o", "expected openai:MODEL"),
+        ("anthropic:claude", "expected openai:MODEL"),
+        ("openai:", "model name is empty"),
+        ("openai-compatible:llama", "needs the server"),
+        ("openai:gpt-4o@ftp://x", "must start with http"),
+    ],
+)
 def test_bad_specs_are_explained(spec, message):
     with pytest.raises(JudgeSpecError, match=message):
         parse_judge_spec(spec)
@@ -172,8 +190,17 @@ def _inputs(n_prompts=3, models=("m1", "m2", "m3")):
 
 def test_plan_counts_prompts_pairs_orders_samples():
     prompts, models, responses = _inputs()
-    plan = build_plan(judge="j", template=FIVE, dataset="d", prompts=prompts, models=models, responses=responses,
-                      held={}, samples_per_order=4, multi_sample=True)
+    plan = build_plan(
+        judge="j",
+        template=FIVE,
+        dataset="d",
+        prompts=prompts,
+        models=models,
+        responses=responses,
+        held={},
+        samples_per_order=4,
+        multi_sample=True,
+    )
     # 3 prompts x 3 unordered pairs x 2 orders x 4 samples
     assert plan.samples == plan.wanted_samples == 3 * 3 * 2 * 4
     assert plan.request_count == 3 * 3 * 2
@@ -181,8 +208,16 @@ def test_plan_counts_prompts_pairs_orders_samples():
     assert len(set(cells)) == len(cells) == 18
     assert ("1", "m1", "m2") in cells and ("1", "m2", "m1") in cells
     assert all(r.sample_indices == (0, 1, 2, 3) for r in plan.requests)
-    single = build_plan(judge="j", template=FIVE, dataset="d", prompts=prompts, models=models,
-                        responses=responses, held={}, multi_sample=False)
+    single = build_plan(
+        judge="j",
+        template=FIVE,
+        dataset="d",
+        prompts=prompts,
+        models=models,
+        responses=responses,
+        held={},
+        multi_sample=False,
+    )
     assert single.request_count == single.samples == 72
     assert single.tokens_in == 4 * plan.tokens_in  # one prompt per sample instead of per cell
     assert plan.tokens_out == 72 * FIVE.expected_output_tokens
@@ -194,8 +229,16 @@ def test_plan_subtracts_ok_and_pending_and_reasks_unparsed_and_errors():
         ("1", "a", "b"): CellState(ok=3, unparsed=1, error=1, next_index=5),
         ("1", "b", "a"): CellState(ok=1, pending=2, next_index=4),
     }
-    plan = build_plan(judge="j", template=FIVE, dataset="d", prompts=prompts, models=models, responses=responses,
-                      held=held, samples_per_order=4)
+    plan = build_plan(
+        judge="j",
+        template=FIVE,
+        dataset="d",
+        prompts=prompts,
+        models=models,
+        responses=responses,
+        held=held,
+        samples_per_order=4,
+    )
     by_cell = {r.cell: r for r in plan.requests}
     assert by_cell[("1", "a", "b")].sample_indices == (5,)
     assert by_cell[("1", "a", "b")].unparsed_allowance == 3
@@ -206,20 +249,45 @@ def test_plan_subtracts_ok_and_pending_and_reasks_unparsed_and_errors():
 def test_plan_gives_up_after_max_unparsed_and_reports_it():
     prompts, models, responses = _inputs(1, ("a", "b"))
     held = {("1", "a", "b"): CellState(ok=0, unparsed=4, next_index=4)}
-    plan = build_plan(judge="j", template=FIVE, dataset="d", prompts=prompts, models=models, responses=responses,
-                      held=held, samples_per_order=4)
+    plan = build_plan(
+        judge="j",
+        template=FIVE,
+        dataset="d",
+        prompts=prompts,
+        models=models,
+        responses=responses,
+        held=held,
+        samples_per_order=4,
+    )
     assert plan.given_up == (("1", "a", "b"),)
     assert [r.cell for r in plan.requests] == [("1", "b", "a")]
-    more = build_plan(judge="j", template=FIVE, dataset="d", prompts=prompts, models=models, responses=responses,
-                      held=held, samples_per_order=4, max_unparsed=6)
+    more = build_plan(
+        judge="j",
+        template=FIVE,
+        dataset="d",
+        prompts=prompts,
+        models=models,
+        responses=responses,
+        held=held,
+        samples_per_order=4,
+        max_unparsed=6,
+    )
     assert {r.cell for r in more.requests} == {("1", "a", "b"), ("1", "b", "a")}
 
 
 def test_plan_skips_cells_without_answers_and_chunks_by_prompt():
     prompts, models, responses = _inputs(5)
     del responses[("2", "m3")]
-    plan = build_plan(judge="j", template=FIVE, dataset="d", prompts=prompts, models=models, responses=responses,
-                      held={}, samples_per_order=1)
+    plan = build_plan(
+        judge="j",
+        template=FIVE,
+        dataset="d",
+        prompts=prompts,
+        models=models,
+        responses=responses,
+        held={},
+        samples_per_order=1,
+    )
     assert plan.unjudgeable == (("2", "m3"),)
     assert plan.samples == 5 * 6 - 4
     chunks = plan.chunks(2)
@@ -230,8 +298,9 @@ def test_plan_skips_cells_without_answers_and_chunks_by_prompt():
 def test_plan_cost_uses_the_price():
     prompts, models, responses = _inputs()
     price = load_prices().lookup("openai", "gpt-4o-mini")
-    plan = build_plan(judge="j", template=FIVE, dataset="d", prompts=prompts, models=models, responses=responses,
-                      held={}, price=price)
+    plan = build_plan(
+        judge="j", template=FIVE, dataset="d", prompts=prompts, models=models, responses=responses, held={}, price=price
+    )
     assert plan.cost_usd == pytest.approx((plan.tokens_in * 0.15 + plan.tokens_out * 0.60) / 1e6)
     first = plan.requests[0]
     assert first.tokens_in == estimate_message_tokens(FIVE.messages("question 1", "answer m1 1", "answer m2 1"))
@@ -244,8 +313,15 @@ def test_prompt_and_model_choice():
     with pytest.raises(PlanError, match="no responses of zz in dataset 'd'; models there: m1, m2"):
         choose_models(["m2", "m1"], ["m1", "zz"], "d")
     with pytest.raises(PlanError, match="at least 2 models"):
-        build_plan(judge="j", template=FIVE, dataset="d", prompts={"1": "q"}, models=["m1"],
-                   responses={("1", "m1"): "a"}, held={})
+        build_plan(
+            judge="j",
+            template=FIVE,
+            dataset="d",
+            prompts={"1": "q"},
+            models=["m1"],
+            responses={("1", "m1"): "a"},
+            held={},
+        )
 
 
 # ---------------------------------------------------------------- caps and the write buffer
@@ -262,8 +338,9 @@ def test_budget_refuses_what_would_pass_a_cap():
 
 
 def _row(i: int, status: str = "ok") -> JudgmentRow:
-    return JudgmentRow("j", "t", "d", "1", "a", "b", i, status, "A>B" if status == "ok" else None,
-                       0.5 if status == "ok" else None)
+    return JudgmentRow(
+        "j", "t", "d", "1", "a", "b", i, status, "A>B" if status == "ok" else None, 0.5 if status == "ok" else None
+    )
 
 
 def test_writer_commits_within_the_delay_and_in_batches(db_path):

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_llm_server import FakeLLMServer, plant_dataset
 
 from eqarena import warehouse
-
-from fake_llm_server import FakeLLMServer, plant_dataset
 
 EQARENA = Path(sys.executable).with_name("eqarena")
 QUALITY = {"m1": 1.0, "m2": 0.0, "m3": -1.0}
@@ -27,8 +26,7 @@ SPECS = {  # case: (spec with the server's {url}, the base URL the error names, 
     "openai": ("openai:gpt-4o-mini@{url}/v1", "{url}/v1", {"OPENAI_API_KEY": "sk-test-0000000000"}, ()),
     "openai-compatible": ("openai-compatible:judge@{url}/v1", "{url}/v1", {}, ()),
     "gemini": ("gemini:gemini-2.0-flash@{url}", "{url}", {"GEMINI_API_KEY": "test-key-0000000000"}, ()),
-    "openai-batch": ("openai:gpt-4o-mini@{url}/v1", "{url}/v1", {"OPENAI_API_KEY": "sk-test-0000000000"},
-                     ("--batch",)),
+    "openai-batch": ("openai:gpt-4o-mini@{url}/v1", "{url}/v1", {"OPENAI_API_KEY": "sk-test-0000000000"}, ("--batch",)),
 }
 
 
@@ -73,8 +71,9 @@ def test_a_judge_nothing_listens_on_ends_the_run_with_one_line(toy_db, case):
     spec, shown, keys, options = SPECS[case]
     url = f"http://127.0.0.1:{_closed_port()}"
     # bounded: with retries on a refused connection, this ran for more than 9 minutes without a word
-    result = subprocess.run(_judge(toy_db, spec.format(url=url), *options), env=_env(**keys), capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        _judge(toy_db, spec.format(url=url), *options), env=_env(**keys), capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 1, result.stderr
     shown = shown.format(url=url)
     assert result.stderr.splitlines() == [f"error: cannot reach the judge at {shown}: connection refused"]
@@ -97,9 +96,15 @@ def _judged_then_held(command: subprocess.Popen, server: FakeLLMServer, timeout:
 def test_a_judge_that_went_away_and_came_back_is_retried(toy_db):
     with FakeLLMServer(QUALITY, hold_after=4) as server:
         spec = f"openai-compatible:judge@{server.openai_base_url}"
-        command = subprocess.Popen(_judge(toy_db, spec, "--concurrency", "2", "--retries", "8", "--retry-wait", "0.2",
-                                          "--timeout", "10", "--json"),
-                                   env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        command = subprocess.Popen(
+            _judge(
+                toy_db, spec, "--concurrency", "2", "--retries", "8", "--retry-wait", "0.2", "--timeout", "10", "--json"
+            ),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         held = _judged_then_held(command, server)
         server.stop()  # the held requests' connections close; new ones are refused
         time.sleep(3.0)  # down for longer than the first backoffs (0.2 to 0.4 s, then twice that)
@@ -116,30 +121,57 @@ def test_a_judge_that_went_away_and_came_back_is_retried(toy_db):
 def test_a_judge_gone_for_good_ends_the_run_with_one_line_and_keeps_the_judgments(toy_db):
     with FakeLLMServer(QUALITY, hold_after=4) as server:
         url = server.openai_base_url
-        command = subprocess.Popen(_judge(toy_db, f"openai-compatible:judge@{url}", "--concurrency", "2",
-                                          "--retries", "3", "--retry-wait", "0.05", "--timeout", "10"),
-                                   env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        command = subprocess.Popen(
+            _judge(
+                toy_db,
+                f"openai-compatible:judge@{url}",
+                "--concurrency",
+                "2",
+                "--retries",
+                "3",
+                "--retry-wait",
+                "0.05",
+                "--timeout",
+                "10",
+            ),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         _judged_then_held(command, server)
         server.stop()
         out, err = command.communicate(timeout=120)
     assert command.returncode == 1, err
-    assert err.splitlines() == [f"error: the judge at {url} stopped answering: connection refused after 3 attempts; "
-                                "the judgments made are stored, run the same command again to continue"]
+    assert err.splitlines() == [
+        f"error: the judge at {url} stopped answering: connection refused after 3 attempts; "
+        "the judgments made are stored, run the same command again to continue"
+    ]
     assert _ok_judgments(toy_db) == 4
 
 
 def test_a_run_where_every_call_failed_exits_1_with_one_line_and_a_rerun_asks_again(toy_db):
     with FakeLLMServer(QUALITY, fault_rate=1.0, fault_kinds=("500",)) as server:
         url = server.openai_base_url
-        failing = subprocess.run(_judge(toy_db, f"openai-compatible:judge@{url}", "--retries", "2",
-                                        "--retry-wait", "0.01"), env=_env(), capture_output=True, text=True,
-                                 timeout=120)
+        failing = subprocess.run(
+            _judge(toy_db, f"openai-compatible:judge@{url}", "--retries", "2", "--retry-wait", "0.01"),
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         server.configure(fault_rate=0.0)
-        rerun = subprocess.run(_judge(toy_db, f"openai-compatible:judge@{url}", "--retry-wait", "0.01"), env=_env(),
-                               capture_output=True, text=True, timeout=120)
+        rerun = subprocess.run(
+            _judge(toy_db, f"openai-compatible:judge@{url}", "--retry-wait", "0.01"),
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert failing.stderr.splitlines() == [
         f"error: every judge call failed ({CALLS} samples from {2 * CALLS} requests; retried for HTTP 500 x{CALLS}); "
-        "the failures are stored as `error` judgments, and a re-run asks for them again"]
+        "the failures are stored as `error` judgments, and a re-run asks for them again"
+    ]
     assert rerun.returncode == 0, rerun.stderr
     assert _ok_judgments(toy_db) == CALLS

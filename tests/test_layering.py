@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "eqarena"
 CONTRACTS = ROOT / "docs" / "contracts.md"
@@ -84,26 +86,45 @@ def test_every_room_imports_only_what_its_row_allows():
     assert not unlisted, f"rooms missing from the layering table of {CONTRACTS.name}: {unlisted}"
     stale = sorted(set(table) - set(graph))
     assert not stale, f"rows of the layering table with no room in eqarena/: {stale}"
-    broken = [f"{room} -> {imported} ({', '.join(sorted(files))})"
-              for room, imports in sorted(graph.items())
-              for imported, files in sorted(imports.items()) if imported not in table[room]]
+    broken = [
+        f"{room} -> {imported} ({', '.join(sorted(files))})"
+        for room, imports in sorted(graph.items())
+        for imported, files in sorted(imports.items())
+        if imported not in table[room]
+    ]
     assert not broken, "imports the layering table does not allow:\n" + "\n".join(broken)
 
 
 def test_the_parser_reads_rows_and_ignores_annotation_only_imports():
-    doc = ("## Layering\n\n| layer | room | what it is | imports from eqarena |\n| --- | --- | --- | --- |\n"
-           "| bottom | `solvers/` | numerics | `methods`, `options.py` |\n| top | `cli/` | the CLI | nothing |\n\n"
-           "## Next\n| a | b |\n")
+    doc = (
+        "## Layering\n\n| layer | room | what it is | imports from eqarena |\n| --- | --- | --- | --- |\n"
+        "| bottom | `solvers/` | numerics | `methods`, `options.py` |\n| top | `cli/` | the CLI | nothing |\n\n"
+        "## Next\n| a | b |\n"
+    )
     assert allowed_imports(doc) == {"solvers": {"methods", "options"}, "cli": set()}
-    source = ("from typing import TYPE_CHECKING\nfrom eqarena import warehouse, options\n"
-              "import eqarena.solvers.nash.limiting_logit\nif TYPE_CHECKING:\n    from eqarena.tasks.rate import X\n"
-              "def f():\n    from eqarena.flows.run import run_flow\n")
+    source = (
+        "from typing import TYPE_CHECKING\nfrom eqarena import warehouse, options\n"
+        "import eqarena.solvers.nash.limiting_logit\nif TYPE_CHECKING:\n    from eqarena.tasks.rate import X\n"
+        "def f():\n    from eqarena.flows.run import run_flow\n"
+    )
     assert imported_rooms(source) == {"warehouse", "options", "solvers", "flows"}
 
 
 @pytest.mark.parametrize("room", ["solvers", "warehouse"])
 def test_the_bottom_rooms_stay_at_the_bottom(room):
     """Solvers and the warehouse import no room above them, whatever the table says."""
-    above = {"cli", "flows", "pipelines", "tasks", "report", "judge", "llm", "generation", "importers", "runtime",
-             "orchestration", "api"}
+    above = {
+        "cli",
+        "flows",
+        "pipelines",
+        "tasks",
+        "report",
+        "judge",
+        "llm",
+        "generation",
+        "importers",
+        "runtime",
+        "orchestration",
+        "api",
+    }
     assert not set(room_imports()[room]) & above

@@ -12,6 +12,7 @@ import json
 from itertools import groupby
 
 import pytest
+from local_llm import LocalLLMServer, serve_local_llm
 from openai import OpenAI
 from typer.testing import CliRunner
 
@@ -19,8 +20,6 @@ from eqarena import warehouse
 from eqarena.cli.app import app
 from eqarena.judge.templates import load_template
 from eqarena.judge.verdict import parse_verdict
-
-from local_llm import LocalLLMServer, serve_local_llm
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.integration]
 
@@ -67,10 +66,30 @@ def test_judge_cli_with_a_real_local_llm(local_llm: LocalLLMServer, db_path, pre
     ingested = runner.invoke(app, ["ingest", "--dataset", DATASET, "--db", str(db_path)])
     assert ingested.exit_code == 0, ingested.output
 
-    judge = ["judge", "--judge", f"openai-compatible:{local_llm.model}@{local_llm.base_url}",
-             "--dataset", DATASET, "--models", ",".join(MODELS), "--prompts", str(len(PROMPTS)),
-             "--samples-per-order", "1", "--max-unparsed", str(MAX_UNPARSED), "--max-tokens", str(MAX_TOKENS),
-             "--concurrency", "1", "--timeout", "600", "--db", str(db_path), "--json"]
+    judge = [
+        "judge",
+        "--judge",
+        f"openai-compatible:{local_llm.model}@{local_llm.base_url}",
+        "--dataset",
+        DATASET,
+        "--models",
+        ",".join(MODELS),
+        "--prompts",
+        str(len(PROMPTS)),
+        "--samples-per-order",
+        "1",
+        "--max-unparsed",
+        str(MAX_UNPARSED),
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--concurrency",
+        "1",
+        "--timeout",
+        "600",
+        "--db",
+        str(db_path),
+        "--json",
+    ]
     cells = {(p, a, b) for p in PROMPTS for a, b in (MODELS, MODELS[::-1])}
 
     start = served(local_llm)
@@ -86,11 +105,15 @@ def test_judge_cli_with_a_real_local_llm(local_llm: LocalLLMServer, db_path, pre
     stats = outcome["stats"]
     after = served(local_llm)
 
-    rows = query(db_path, """
+    rows = query(
+        db_path,
+        """
         SELECT prompt_id, model_a, model_b, sample_index, status, verdict, score, raw_text, error,
                tokens_in, tokens_out, latency_s, template_hash, run_id
         FROM judgments WHERE judge = ? AND dataset = ? ORDER BY prompt_id, model_a, model_b, sample_index
-        """, [f"openai-compatible:{local_llm.model}", DATASET])
+        """,
+        [f"openai-compatible:{local_llm.model}", DATASET],
+    )
     template = load_template("pairwise5")
 
     # Every call reached the real server and came back as exactly one stored row, with its usage.
@@ -107,11 +130,28 @@ def test_judge_cli_with_a_real_local_llm(local_llm: LocalLLMServer, db_path, pre
     for cell, samples in by_cell.items():
         statuses = [r[4] for r in samples]
         assert [r[3] for r in samples] == list(range(len(samples))), cell
-        assert statuses in (["ok"], *(["unparsed"] * k + ["ok"] for k in range(1, MAX_UNPARSED + 1)),
-                            ["unparsed"] * (MAX_UNPARSED + 1)), (cell, statuses)
+        assert statuses in (
+            ["ok"],
+            *(["unparsed"] * k + ["ok"] for k in range(1, MAX_UNPARSED + 1)),
+            ["unparsed"] * (MAX_UNPARSED + 1),
+        ), (cell, statuses)
 
-    for (prompt_id, a, b, index, status, verdict, score, raw_text, error, tokens_in, tokens_out, latency_s,
-         template_hash, run_id) in rows:
+    for (
+        _prompt_id,
+        _a,
+        _b,
+        _index,
+        status,
+        verdict,
+        score,
+        raw_text,
+        error,
+        tokens_in,
+        tokens_out,
+        latency_s,
+        template_hash,
+        run_id,
+    ) in rows:
         assert raw_text and raw_text.strip() and error is None
         assert 0 < tokens_out <= MAX_TOKENS and tokens_in > 0 and latency_s > 0
         assert template_hash == template.hash and run_id == outcome["run_id"]
@@ -129,8 +169,9 @@ def test_judge_cli_with_a_real_local_llm(local_llm: LocalLLMServer, db_path, pre
     assert again.exit_code == 0, again.output
     assert json.loads(again.output)["run_id"] is None
     assert served(local_llm) == after
-    assert query(db_path, "SELECT count(*) FROM judgments WHERE judge = ?",
-                 [f"openai-compatible:{local_llm.model}"]) == [(len(rows),)]
+    assert query(
+        db_path, "SELECT count(*) FROM judgments WHERE judge = ?", [f"openai-compatible:{local_llm.model}"]
+    ) == [(len(rows),)]
 
 
 def query(db_path, sql: str, params: list) -> list[tuple]:

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import query
 from typer.testing import CliRunner
 
 from eqarena.cli.app import app
@@ -23,10 +24,10 @@ from eqarena.methods import (
     unregister,
 )
 from eqarena.solvers import synthetic_king_tensor
-from eqarena.solvers.cce.max_entropy import cce
 from eqarena.solvers.analyses.clones import clone_experiment
+from eqarena.solvers.cce.max_entropy import cce
 
-from conftest import query
+pytestmark = pytest.mark.unit
 
 
 def mean_payoff(u_king, battles, bootstrap, seed) -> ModelFit:
@@ -39,8 +40,10 @@ def uniform_cce(game, target):
     return cce(game, target="uniform")
 
 
-TOYS = (RatingMethod("mean", "Mean payoff", "#17becf", "mean payoff as king (toy)", "mean", fit=mean_payoff),
-        RatingMethod("cce-toy", "CCE toy", "#bcbd22", "maximum-entropy CCE (toy)", "cce", "toy", solve=uniform_cce))
+TOYS = (
+    RatingMethod("mean", "Mean payoff", "#17becf", "mean payoff as king (toy)", "mean", fit=mean_payoff),
+    RatingMethod("cce-toy", "CCE toy", "#bcbd22", "maximum-entropy CCE (toy)", "cce", "toy", solve=uniform_cce),
+)
 
 
 @pytest.fixture
@@ -101,8 +104,9 @@ def test_a_toy_method_runs_through_rate_report_and_clones(toys, prefect_harness,
     assert "mean" in cli.invoke(app, ["methods"]).stdout
     ingested = cli.invoke(app, ["ingest", "--db", db])
     assert ingested.exit_code == 0, ingested.output
-    rated = cli.invoke(app, ["rate", "--methods", "ne,mean,cce-toy", "--judge", "prd:gpt4", "--bootstrap", "4",
-                             "--db", db])
+    rated = cli.invoke(
+        app, ["rate", "--methods", "ne,mean,cce-toy", "--judge", "prd:gpt4", "--bootstrap", "4", "--db", db]
+    )
     assert rated.exit_code == 0, rated.output
     shown = " ".join(rated.stdout.split())
     assert "ranks by Mean payoff / CCE toy" in shown  # the console table's caption names their columns
@@ -111,10 +115,12 @@ def test_a_toy_method_runs_through_rate_report_and_clones(toys, prefect_harness,
     methods = {m for (m,) in query(db, "SELECT DISTINCT method FROM ratings WHERE run_id = ?", [run_id])}
     assert methods == {"ne", "mean", "cce-toy"}
     assert query(db, "SELECT count(*) FROM ratings WHERE run_id = ? AND method = 'mean'", [run_id]) == [(5,)]
-    assert query(db, "SELECT solution_concept, target FROM equilibria WHERE run_id = ? AND method = 'cce-toy'",
-                 [run_id]) == [("cce", "toy")]
-    assert query(db, "SELECT count(DISTINCT scheme) FROM rating_intervals WHERE run_id = ? AND method = 'cce-toy'",
-                 [run_id]) == [(2,)]
+    assert query(
+        db, "SELECT solution_concept, target FROM equilibria WHERE run_id = ? AND method = 'cce-toy'", [run_id]
+    ) == [("cce", "toy")]
+    assert query(
+        db, "SELECT count(DISTINCT scheme) FROM rating_intervals WHERE run_id = ? AND method = 'cce-toy'", [run_id]
+    ) == [(2,)]
 
     reported = cli.invoke(app, ["report", "--run", run_id, "--out", str(out), "--db", db])
     assert reported.exit_code == 0, reported.output
@@ -124,8 +130,9 @@ def test_a_toy_method_runs_through_rate_report_and_clones(toys, prefect_harness,
     support_section = html.split('<section id="support">')[1].split("</table>")[0]  # its table
     assert "cce-toy" in support_section and "mean" not in support_section  # no equilibrium, no support
 
-    cloned = cli.invoke(app, ["analyze", "clones", "--run", run_id, "--n", "0,20", "--n-noisy", "0", "--db", db,
-                              "--out", str(out)])
+    cloned = cli.invoke(
+        app, ["analyze", "clones", "--run", run_id, "--n", "0,20", "--n-noisy", "0", "--db", db, "--out", str(out)]
+    )
     assert cloned.exit_code == 0, cloned.output
     assert "Mean payoff: exact:" in cloned.stdout and "CCE toy: exact:" in cloned.stdout
     assert {m for (m,) in query(db, "SELECT DISTINCT method FROM clone_robustness")} == {"ne", "mean", "cce-toy"}
@@ -135,5 +142,9 @@ def test_ratings_that_round_to_zero_print_as_zero():
     from eqarena.methods import format_rating
 
     assert [format_rating("ne", r) for r in (-4.2e-13, 2.7e-12, -0.0004, -0.5594)] == [
-        "+0.000", "+0.000", "+0.000", "-0.559"]
+        "+0.000",
+        "+0.000",
+        "+0.000",
+        "-0.559",
+    ]
     assert [format_rating("bt", r) for r in (1034.4, -0.3)] == ["1034", "0"]

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eqarena.solvers import Equilibrium, NormalFormGame, deviation_gains, koth_game, synthetic_king_tensor
-from eqarena.solvers.nash._continuation import BranchLimit
-from eqarena.solvers.nash.logit import KothLogitSystem
-from eqarena.solvers.nash._polish import polish
 from eqarena.solvers.games.entropy import affinity_targets
+from eqarena.solvers.nash._continuation import BranchLimit
+from eqarena.solvers.nash._polish import polish
 from eqarena.solvers.nash.limiting_logit import nash
+from eqarena.solvers.nash.logit import KothLogitSystem
 
 RPS = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])
 CHICKEN = np.array([[0.0, -1.0], [1.0, -12.0]])  # row player's payoff: Swerve, Straight

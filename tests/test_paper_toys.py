@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 from eqarena.cli.app import app
 from eqarena.solvers.toys.tables import toy_tables
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def tables():
@@ -43,8 +45,12 @@ def test_clone_invariance_as_the_paper_claims(tables):
 def test_the_command_prints_every_table_and_the_clone_lines():
     result = CliRunner().invoke(app, ["paper", "toys"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    for title in ("rock-paper-scissors", "rock-paper-scissors with a cloned action", "chicken",
-                  "chicken with a cloned action"):
+    for title in (
+        "rock-paper-scissors",
+        "rock-paper-scissors with a cloned action",
+        "chicken",
+        "chicken with a cloned action",
+    ):
         assert f"\n{title}\n" in "\n" + "\n".join(line.strip() for line in result.output.splitlines()) + "\n"
     assert "Straight (clone)" in result.output and "…" not in result.output  # nothing cut at 80 columns
     chicken = next(line for line in result.output.splitlines() if line.startswith("clone invariance, chicken"))

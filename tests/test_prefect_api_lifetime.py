@@ -19,10 +19,9 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from fake_llm_server import FakeLLMServer, plant_dataset
 
 from eqarena import warehouse
-
-from fake_llm_server import FakeLLMServer, plant_dataset
 
 EQARENA = Path(sys.executable).with_name("eqarena")
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -39,9 +38,12 @@ def held_judge():
 
 def _env(tmp_path: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API") and k != "EQARENA_PREFECT"}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
-               PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               EQARENA_STOP_GRACE_S="1")  # a stopped judge waits no longer for requests the server holds forever
+    env.update(
+        PREFECT_HOME=str(tmp_path / "prefect-home"),
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        EQARENA_STOP_GRACE_S="1",
+    )  # a stopped judge waits no longer for requests the server holds forever
     return env
 
 
@@ -78,8 +80,10 @@ def _answers(server: psutil.Process) -> bool:
 def _request_in_flight(server: psutil.Process) -> socket.socket:
     """A client in the middle of a request (its body never ends): uvicorn's graceful shutdown waits for it."""
     client = socket.create_connection(("127.0.0.1", _port(server)), timeout=5)
-    client.sendall(b"POST /api/flow_runs/filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                   b"Content-Length: 1000\r\n\r\n{")
+    client.sendall(
+        b"POST /api/flow_runs/filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1000\r\n\r\n{"
+    )
     return client
 
 
@@ -126,8 +130,9 @@ def _stop_and_measure(command: subprocess.Popen, judge: FakeLLMServer, how: str)
 def _start(argv: list[str], tmp_path: Path) -> subprocess.Popen:
     """The command in its own process group (a terminal's foreground job), stderr to tmp_path/stderr."""
     with open(tmp_path / "stderr", "wb") as stderr:
-        return subprocess.Popen(argv, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=stderr,
-                                start_new_session=True)
+        return subprocess.Popen(
+            argv, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+        )
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGKILL", "ctrl-c"])
@@ -136,8 +141,19 @@ def test_the_temporary_api_of_a_stopped_judge_command_goes_with_it(tmp_path, hel
     con = warehouse.connect(db)
     plant_dataset(con, "toy", ["p1", "p2"], list(QUALITY))
     con.close()
-    command = _start([str(EQARENA), "judge", "-j", f"openai-compatible:j@{held_judge.openai_base_url}", "-d", "toy",
-                      "--db", str(db)], tmp_path)
+    command = _start(
+        [
+            str(EQARENA),
+            "judge",
+            "-j",
+            f"openai-compatible:j@{held_judge.openai_base_url}",
+            "-d",
+            "toy",
+            "--db",
+            str(db),
+        ],
+        tmp_path,
+    )
     try:
         _stop_and_measure(command, held_judge, how)
     finally:
@@ -147,8 +163,22 @@ def test_the_temporary_api_of_a_stopped_judge_command_goes_with_it(tmp_path, hel
 
 
 def test_the_temporary_api_of_a_killed_refresh_goes_with_it(tmp_path, held_judge):
-    command = _start([str(EQARENA), "refresh", "-j", f"openai-compatible:j@{held_judge.openai_base_url}", "-d",
-                      "vicuna80", "--samples-per-order", "1", "--yes", "--db", str(tmp_path / "w.duckdb")], tmp_path)
+    command = _start(
+        [
+            str(EQARENA),
+            "refresh",
+            "-j",
+            f"openai-compatible:j@{held_judge.openai_base_url}",
+            "-d",
+            "vicuna80",
+            "--samples-per-order",
+            "1",
+            "--yes",
+            "--db",
+            str(tmp_path / "w.duckdb"),
+        ],
+        tmp_path,
+    )
     try:
         _stop_and_measure(command, held_judge, "SIGKILL")
     finally:

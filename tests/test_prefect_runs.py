@@ -13,11 +13,10 @@ from uuid import UUID
 
 import psutil
 import pytest
+from conftest import query
 from typer.testing import CliRunner
 
 from eqarena.cli.app import app
-
-from conftest import query
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
 EQARENA = Path(sys.executable).with_name("eqarena")
@@ -33,8 +32,13 @@ def test_rate_run_is_named_logged_and_publishes_artifacts(tmp_path, prefect_harn
     assert runner.invoke(app, ["import", "pairwise", str(EXAMPLES / "pairwise.csv"), "--db", str(db)]).exit_code == 0
     # As a user runs it (Prefect's default log level INFO), against the session's Prefect API.
     env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url), "PREFECT_LOGGING_LEVEL": "INFO"}
-    rated = subprocess.run([str(EQARENA), "rate", "-j", "my-judge", "--methods", "bt,ne", "--bootstrap", "10",
-                            "--db", str(db)], env=env, capture_output=True, text=True, timeout=300)
+    rated = subprocess.run(
+        [str(EQARENA), "rate", "-j", "my-judge", "--methods", "bt,ne", "--bootstrap", "10", "--db", str(db)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert rated.returncode == 0, rated.stderr
     assert "Finished in state" not in rated.stderr and "Flow run" not in rated.stderr  # the console stays quiet
     out = tmp_path / "out"
@@ -42,8 +46,10 @@ def test_rate_run_is_named_logged_and_publishes_artifacts(tmp_path, prefect_harn
 
     ((flow_run_id, run_id),) = query(db, "SELECT flow_run_id, run_id FROM runs WHERE kind = 'rate'")
     assert flow_run_id is not None
-    kinds_with_ids = query(db, "SELECT kind, count(*) FILTER (WHERE flow_run_id IS NOT NULL), count(*) "
-                               "FROM runs GROUP BY kind ORDER BY kind")
+    kinds_with_ids = query(
+        db,
+        "SELECT kind, count(*) FILTER (WHERE flow_run_id IS NOT NULL), count(*) FROM runs GROUP BY kind ORDER BY kind",
+    )
     assert all(with_id == total for _, with_id, total in kinds_with_ids), kinds_with_ids
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(UUID(flow_run_id))
@@ -51,8 +57,10 @@ def test_rate_run_is_named_logged_and_publishes_artifacts(tmp_path, prefect_harn
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[UUID(flow_run_id)])))
         messages = [log.message for log in logs]
         assert any("ne: exploitability" in m for m in messages), messages
-        by_key = {key: client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
-                  for key in ("ratings-pairwise", "report-pairwise")}
+        by_key = {
+            key: client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+            for key in ("ratings-pairwise", "report-pairwise")
+        }
         # The session's Prefect API holds other tests' artifacts under the same keys too.
         (ratings,) = [a for a in by_key["ratings-pairwise"] if a.flow_run_id == UUID(flow_run_id)]
         assert ratings.type == "table" and run_id in ratings.description and "cirrus-70b" in str(ratings.data)
@@ -75,8 +83,12 @@ def test_killed_command_leaves_no_prefect_server_behind(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), EQARENA_PREFECT="always")
     db = tmp_path / "w.duckdb"
-    command = subprocess.Popen([str(EQARENA), "import", "pairwise", str(EXAMPLES / "pairwise.csv"), "--db", str(db)],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = subprocess.Popen(
+        [str(EQARENA), "import", "pairwise", str(EXAMPLES / "pairwise.csv"), "--db", str(db)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         servers: list[psutil.Process] = []

@@ -26,8 +26,9 @@ def _env() -> dict:
 @pytest.fixture(scope="module")
 def ingested(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("progress") / "w.duckdb"
-    done = subprocess.run([str(EQARENA), "ingest", "--db", str(db)], env=_env(), capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [str(EQARENA), "ingest", "--db", str(db)], env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     return db
 
@@ -37,8 +38,14 @@ RATE = ("rate", "--judge", "prd:gpt4", "--methods", "bt,ne", "--bootstrap", "300
 
 def test_a_terminal_shows_the_bootstrap_counting_up(ingested):
     leader, follower = os.openpty()
-    rate = subprocess.Popen([str(EQARENA), *RATE, "--db", str(ingested)], env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=follower, stdin=subprocess.DEVNULL, close_fds=True)
+    rate = subprocess.Popen(
+        [str(EQARENA), *RATE, "--db", str(ingested)],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        stdin=subprocess.DEVNULL,
+        close_fds=True,
+    )
     os.close(follower)
     chunks = []
     deadline = time.monotonic() + 600
@@ -64,8 +71,9 @@ def test_a_terminal_shows_the_bootstrap_counting_up(ingested):
 
 
 def test_a_pipe_gets_one_line_per_long_step(ingested):
-    rate = subprocess.run([str(EQARENA), *RATE, "--db", str(ingested)], env=_env(), capture_output=True, text=True,
-                          timeout=600)
+    rate = subprocess.run(
+        [str(EQARENA), *RATE, "--db", str(ingested)], env=_env(), capture_output=True, text=True, timeout=600
+    )
     assert rate.returncode == 0, rate.stderr
     lines = [line for line in rate.stderr.splitlines() if line.startswith("eqarena: ")]
     assert any(re.fullmatch(r"eqarena: bootstrap replicates done in \d+\.\d s", line) for line in lines), rate.stderr

@@ -8,11 +8,11 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
-import tomllib
 
 import eqarena
 
@@ -20,8 +20,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_one_namespace_and_nothing_generic_beside_it():
-    assert tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"][
-        "wheel"]["packages"] == ["eqarena"]
+    assert tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"][
+        "packages"
+    ] == ["eqarena"]
     for generic in ("flows", "tasks", "solvers", "warehouse"):
         assert importlib.util.find_spec(generic) is None, generic
         assert importlib.util.find_spec(f"eqarena.{generic}") is not None
@@ -70,8 +71,9 @@ def test_the_readme_python_example_runs(prefect_harness, tmp_path):
     from prefect.settings import get_current_settings
 
     env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url)}
-    done = subprocess.run([sys.executable, "-c", _readme_python()], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", _readme_python()], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "ratings.duckdb").is_file()
     assert "gpt4" in done.stdout and "p_top1" in done.stdout

@@ -30,8 +30,7 @@ quick_exit(3)
 
 
 def test_quick_exit_runs_the_exit_handlers_flushes_and_skips_the_shutdown(tmp_path):
-    done = subprocess.run([sys.executable, "-c", QUICK_EXIT, str(tmp_path)], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([sys.executable, "-c", QUICK_EXIT, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 3
     assert done.stdout == "the last line" and done.stderr == "and the last error line"
     assert (tmp_path / "atexit").read_text() == "the exit handlers ran"
@@ -68,8 +67,12 @@ def test_nothing_pending_while_only_daemon_threads_run():
 
 def test_a_profiled_command_keeps_the_normal_exit_and_its_profile(tmp_path):
     profile = tmp_path / "status.prof"
-    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "eqarena.cli.app", "--help"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "eqarena.cli.app", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "Usage" in done.stdout and profile.stat().st_size > 0
 
@@ -92,8 +95,9 @@ cli.main()
 def test_a_command_whose_query_is_interrupted_exits_as_interrupted():
     """DuckDB turns an interrupt during a query into its own error: the command exits 130, quietly, as
     for a KeyboardInterrupt, not with the traceback of an unexpected error."""
-    done = subprocess.run([sys.executable, "-c", INTERRUPTED_QUERY, "long-query"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_QUERY, "long-query"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
 
@@ -194,7 +198,6 @@ def test_an_interrupt_where_python_drops_exceptions_is_raised_after_it(where, la
         assert land in dropped  # raised there and dropped by Python, then sent again
 
 
-
 INTERRUPTED_IN_AN_EXTENSION_INIT = """
 import abc, signal, sys, time
 from eqarena.cli import app as cli
@@ -229,15 +232,18 @@ except KeyboardInterrupt as stopped:
 """
 
 
-@pytest.mark.parametrize(("module", "where"), [("numpy.random", "memoryview registration"),
-                                               ("_elementtree", "import from the initialisation")],
-                         ids=["multi-phase (swallowed)", "single-phase"])
+@pytest.mark.parametrize(
+    ("module", "where"),
+    [("numpy.random", "memoryview registration"), ("_elementtree", "import from the initialisation")],
+    ids=["multi-phase (swallowed)", "single-phase"],
+)
 def test_an_interrupt_during_an_extension_modules_initialisation_is_raised_after_it(module, where):
     """A compiled extension module's initialisation may swallow an exception raised in Python code it calls
     (Cython's memoryview registration, run by every Cython module that uses memoryviews, numpy.random's among
     them) or crash on it: an interrupt landing there is sent again and raised once the module is loaded."""
-    done = subprocess.run([sys.executable, "-c", INTERRUPTED_IN_AN_EXTENSION_INIT, module], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_IN_AN_EXTENSION_INIT, module], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout, "the interrupt was lost"
     assert done.stdout.strip().split("; ") == [str([where]), "True", "stopped by SIGINT"]

@@ -7,30 +7,30 @@ import asyncio
 
 import numpy as np
 import pytest
+from conftest import query
+from judging import judge_options
 
 from eqarena import warehouse
 from eqarena.flows.judge import judge_flow
+from eqarena.judge.judges import make_judge_provider
+from eqarena.judge.replay import RecordingMissing, ReplayProvider
+from eqarena.judge.templates import load_template
 from eqarena.llm.providers import (
     JudgeSpecError,
     parse_judge_spec,
 )
-from eqarena.judge.judges import make_judge_provider
-from eqarena.judge.replay import RecordingMissing, ReplayProvider
-from eqarena.judge.templates import load_template
 from eqarena.options import GenerationOptions, RetryPolicy, RunnerOptions
 from eqarena.tasks import ingest
 from eqarena.warehouse.tensor import assemble_tensor
-
-from conftest import query
-from judging import judge_options
 
 RETRY = RetryPolicy(attempts=2, initial_wait_s=0.01, max_wait_s=60.0, timeout_s=1.0)
 
 
 def replay(db, judge: str, **fields):
     """Run the judge flow with the replay judge `recorded:<judge>` reading `db`."""
-    return judge_flow(judge_options(f"recorded:{judge}@{db}", "vicuna80", retry=RETRY, **fields), str(db),
-                      progress=False)
+    return judge_flow(
+        judge_options(f"recorded:{judge}@{db}", "vicuna80", retry=RETRY, **fields), str(db), progress=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +50,23 @@ def db(prd_db, tmp_path):
 def rows(db, judge):
     con = warehouse.connect(db)
     try:
-        return con.execute("SELECT prompt_id, model_a, model_b, sample_index, status, score, error FROM judgments "
-                           "WHERE judge = ? ORDER BY ALL", [judge]).fetchall()
+        return con.execute(
+            "SELECT prompt_id, model_a, model_b, sample_index, status, score, error FROM judgments "
+            "WHERE judge = ? ORDER BY ALL",
+            [judge],
+        ).fetchall()
     finally:
         con.close()
 
 
 def test_spec_parses_and_keeps_the_db_out_of_the_judge_id():
     spec = parse_judge_spec("recorded:prd:gpt4@/tmp/x.duckdb")
-    assert (spec.provider, spec.model, spec.base_url, spec.judge_id) == ("recorded", "prd:gpt4", "/tmp/x.duckdb",
-                                                                         "recorded:prd:gpt4")
+    assert (spec.provider, spec.model, spec.base_url, spec.judge_id) == (
+        "recorded",
+        "prd:gpt4",
+        "/tmp/x.duckdb",
+        "recorded:prd:gpt4",
+    )
     with pytest.raises(JudgeSpecError):
         parse_judge_spec("recorded:")
 
@@ -104,10 +111,16 @@ def test_accounting_counts_calls_and_tokens(db):
     template = load_template("pairwise3")
     con = warehouse.connect(db)
     q = con.execute("SELECT text FROM prompts WHERE dataset = 'vicuna80' AND prompt_id = '1'").fetchone()[0]
-    a, b = (con.execute("SELECT text FROM responses WHERE dataset = 'vicuna80' AND prompt_id = '1' AND model_id = ?",
-                        [m]).fetchone()[0] for m in ("bard", "gpt35"))
-    recorded = con.execute("SELECT score FROM judgments WHERE judge = 'prd:gpt4' AND prompt_id = '1' "
-                           "AND model_a = 'bard' AND model_b = 'gpt35'").fetchone()[0]
+    a, b = (
+        con.execute(
+            "SELECT text FROM responses WHERE dataset = 'vicuna80' AND prompt_id = '1' AND model_id = ?", [m]
+        ).fetchone()[0]
+        for m in ("bard", "gpt35")
+    )
+    recorded = con.execute(
+        "SELECT score FROM judgments WHERE judge = 'prd:gpt4' AND prompt_id = '1' "
+        "AND model_a = 'bard' AND model_b = 'gpt35'"
+    ).fetchone()[0]
     con.close()
     done = asyncio.run(provider.complete(template.messages(q, a, b), 1, GenerationOptions()))
     label_of_score = {score: label for label, score in template.labels}

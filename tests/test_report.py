@@ -54,8 +54,15 @@ class ReportParser(HTMLParser):
                 self.urls.append((tag, key, attrs[key]))
         if tag == "section":
             self.current = attrs["id"]
-            self.sections[self.current] = {"h2": "", "figures": [], "images": [], "cells": [], "text": "",
-                                           "details": 0, "plots": []}
+            self.sections[self.current] = {
+                "h2": "",
+                "figures": [],
+                "images": [],
+                "cells": [],
+                "text": "",
+                "details": 0,
+                "plots": [],
+            }
         elif self.current is None:
             self._in_title = tag == "title"
             return
@@ -103,25 +110,44 @@ def rated(prefect_harness, tmp_path_factory):
     rng = np.random.default_rng(5)
     skill = dict(zip(MODELS, (1.0, 0.8, 0.0, -0.7)))
     con = warehouse.connect(db)
-    con.execute("INSERT INTO models (model_id, family) VALUES ('alpha-1', 'alpha'), ('alpha-2', 'alpha'), "
-                "('beta-large', 'beta'), ('gamma', 'gamma')")
+    con.execute(
+        "INSERT INTO models (model_id, family) VALUES ('alpha-1', 'alpha'), ('alpha-2', 'alpha'), "
+        "('beta-large', 'beta'), ('gamma', 'gamma')"
+    )
     rows = []
     for p in range(1, 13):
-        con.execute("INSERT INTO prompts (dataset, prompt_id, text) VALUES ('syn', ?, ?)",
-                    [str(p), f"Question {p}: <explain> & compare"])
+        con.execute(
+            "INSERT INTO prompts (dataset, prompt_id, text) VALUES ('syn', ?, ?)",
+            [str(p), f"Question {p}: <explain> & compare"],
+        )
         for a in MODELS:
             for b in MODELS:
                 if a == b or (p == 12 and "gamma" in (a, b)):
                     continue
                 for k in range(2):
                     d = skill[a] - skill[b] + rng.normal(0, 0.8)
-                    rows.append(JudgmentRow("judge-x", "t", "syn", str(p), a, b, k, "ok",
-                                            score=float(np.clip(np.round(d * 2) / 2, -1, 1))))
+                    rows.append(
+                        JudgmentRow(
+                            "judge-x",
+                            "t",
+                            "syn",
+                            str(p),
+                            a,
+                            b,
+                            k,
+                            "ok",
+                            score=float(np.clip(np.round(d * 2) / 2, -1, 1)),
+                        )
+                    )
     rows.append(JudgmentRow("judge-x", "t", "syn", "1", "alpha-1", "gamma", 9, "unparsed", raw_text="??"))
     insert_judgments(con, rows)
     con.close()
-    result = rate_flow(RateOptions(dataset="syn", judges=["judge-x"], missing="drop-prompts",
-                                   bootstrap=BootstrapOptions(replicates=20)), db)
+    result = rate_flow(
+        RateOptions(
+            dataset="syn", judges=["judge-x"], missing="drop-prompts", bootstrap=BootstrapOptions(replicates=20)
+        ),
+        db,
+    )
     path = report_flow(None, str(tmp / "out"), db)
     return db, result, Path(path)
 
@@ -169,8 +195,11 @@ def test_report_is_self_contained(rated):
 def _ratings(db, run_id, method, player="king"):
     con = warehouse.connect(db, read_only=True)
     try:
-        return con.execute("SELECT action, rank, rating FROM ratings WHERE run_id = ? AND method = ? AND player = ? "
-                           "ORDER BY rank, action", [run_id, method, player]).fetchall()
+        return con.execute(
+            "SELECT action, rank, rating FROM ratings WHERE run_id = ? AND method = ? AND player = ? "
+            "ORDER BY rank, action",
+            [run_id, method, player],
+        ).fetchall()
     finally:
         con.close()
 
@@ -187,9 +216,18 @@ def test_tables_match_the_warehouse(rated):
     # the headline table: in NE's order, with every other method's rank
     ratings = report.sections["ratings"]["cells"]
     header = ratings[:9]
-    assert header == ["model", "NE rank", "NE rating", "95% interval", "P(top 1)", "BT rank", "CCE rank",
-                      "NE-Shannon rank", "CCE-Shannon rank"]
-    rows = [ratings[k:k + 9] for k in range(9, len(ratings), 9)]
+    assert header == [
+        "model",
+        "NE rank",
+        "NE rating",
+        "95% interval",
+        "P(top 1)",
+        "BT rank",
+        "CCE rank",
+        "NE-Shannon rank",
+        "CCE-Shannon rank",
+    ]
+    rows = [ratings[k : k + 9] for k in range(9, len(ratings), 9)]
     ne, bt = _ratings(db, result.run_id, "ne"), dict((a, r) for a, r, _ in _ratings(db, result.run_id, "bt"))
     assert [(row[0], row[1]) for row in rows] == [(name, str(rank)) for name, rank, _ in ne]
     assert [row[5] for row in rows] == [str(bt[name]) for name, _, _ in ne]
@@ -201,8 +239,9 @@ def test_tables_match_the_warehouse(rated):
     diagnostics = report.sections["diagnostics"]["cells"]
     con = warehouse.connect(db, read_only=True)
     try:
-        eqs = dict(con.execute("SELECT method, exploitability FROM equilibria WHERE run_id = ?",
-                               [result.run_id]).fetchall())
+        eqs = dict(
+            con.execute("SELECT method, exploitability FROM equilibria WHERE run_id = ?", [result.run_id]).fetchall()
+        )
     finally:
         con.close()
     assert set(eqs) == {"ne", "cce", "ne-shannon", "cce-shannon"}
@@ -219,8 +258,13 @@ def test_payoff_section_shows_the_top_rated_prompts(rated):
     top = _ratings(db, result.run_id, "ne", "prompt")
     con = warehouse.connect(db, read_only=True)
     try:
-        mass = dict(con.execute("SELECT action, mass FROM equilibrium_marginals WHERE run_id = ? AND method = 'ne' "
-                                "AND player = 'prompt'", [result.run_id]).fetchall())
+        mass = dict(
+            con.execute(
+                "SELECT action, mass FROM equilibrium_marginals WHERE run_id = ? AND method = 'ne' "
+                "AND player = 'prompt'",
+                [result.run_id],
+            ).fetchall()
+        )
     finally:
         con.close()
     best = sorted(top, key=lambda r: (r[1], -mass[r[0]], r[0]))[:4]

@@ -54,8 +54,10 @@ def page(report):
         page.on("request", lambda r: page.requests.append(r.url))
         page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: page.errors.append(str(e)))
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))
-                   else route.abort())
+        page.route(
+            "**/*",
+            lambda route: route.continue_() if route.request.url.startswith(("file:", "data:")) else route.abort(),
+        )
         page.goto(report.as_uri(), wait_until="load")
         page.wait_for_selector("figure.interactive .main-svg")
         yield page
@@ -98,9 +100,11 @@ def test_titles_do_not_overlap(page):
             boxes.append((handle.text_content()[:60], box))
     assert len(boxes) > 10
     for n, (name, a) in enumerate(boxes):
-        for other, b in boxes[n + 1:]:
-            overlap = (min(a["x"] + a["width"], b["x"] + b["width"]) - max(a["x"], b["x"]) > 1
-                       and min(a["y"] + a["height"], b["y"] + b["height"]) - max(a["y"], b["y"]) > 1)
+        for other, b in boxes[n + 1 :]:
+            overlap = (
+                min(a["x"] + a["width"], b["x"] + b["width"]) - max(a["x"], b["x"]) > 1
+                and min(a["y"] + a["height"], b["y"] + b["height"]) - max(a["y"], b["y"]) > 1
+            )
             assert not overlap, (name, other)
 
 

@@ -12,6 +12,7 @@ from dataclasses import fields
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from report_inputs import METHODS, MODELS, rated_warehouse
 
 from eqarena import warehouse
 from eqarena.report import analysis_figures, figures, interactive
@@ -19,8 +20,6 @@ from eqarena.report.layout import SECTIONS
 from eqarena.report.render import render_html
 from eqarena.tasks.report import load_report_data
 from eqarena.warehouse import ratings as store
-
-from report_inputs import METHODS, MODELS, rated_warehouse
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +34,15 @@ def test_every_reader_builds_its_rows_from_the_stored_columns(rated):
         ratings = store.read_ratings(con, run_id)
         equilibria = store.read_equilibria(con, run_id)
         intervals = store.read_rating_intervals(con, run_id)
-        readers = [ratings, equilibria, store.read_marginals(con, run_id), intervals,
-                   store.read_rank_probabilities(con, run_id), store.read_contributions_by_family(con, run_id),
-                   store.read_payoffs(con, run_id, ["0"])]
+        readers = [
+            ratings,
+            equilibria,
+            store.read_marginals(con, run_id),
+            intervals,
+            store.read_rank_probabilities(con, run_id),
+            store.read_contributions_by_family(con, run_id),
+            store.read_payoffs(con, run_id, ["0"]),
+        ]
         coverage = store.read_coverage(con, run_id)
         run = store.read_run(con, run_id)
     finally:
@@ -46,15 +51,24 @@ def test_every_reader_builds_its_rows_from_the_stored_columns(rated):
         assert rows and all(getattr(rows[0], f.name) is not None or f.name in _NULLABLE for f in fields(rows[0]))
     assert {r.method for r in ratings} == set(METHODS)
     assert {e.method for e in equilibria} == {"ne", "cce"} and all(e.exploitability <= 1e-6 for e in equilibria)
-    assert {(e.method, p) for e in equilibria for p in e.support} == {(m, p) for m in ("ne", "cce")
-                                                                      for p in ("prompt", "king", "rebel")}
+    assert {(e.method, p) for e in equilibria for p in e.support} == {
+        (m, p) for m in ("ne", "cce") for p in ("prompt", "king", "rebel")
+    }
     assert len(intervals) == 2 * 2 * len(MODELS)  # (ne, cce) x (prompts, judgments) x models
     assert len(coverage.pairs) == 12 and coverage.imputed_cells == 0 and coverage.inputs[0].judgments == 120
     assert run.kind == "rate" and run.parameters["methods"] == list(METHODS)
 
 
-_NULLABLE = {"mass", "ci_lo", "ci_hi", "steps", "final_temperature", "joint_cells", "joint_mass_omitted",
-             "max_exploitability"}
+_NULLABLE = {
+    "mass",
+    "ci_lo",
+    "ci_hi",
+    "steps",
+    "final_temperature",
+    "joint_cells",
+    "joint_mass_omitted",
+    "max_exploitability",
+}
 
 
 def test_the_report_renders_every_section_from_the_readers(rated):

@@ -16,7 +16,6 @@ from eqarena.solvers import (
     koth_game,
     synthetic_king_tensor,
 )
-from eqarena.solvers.nash.limiting_logit import nash
 from eqarena.solvers.analyses.risk import (
     distinct_equilibria,
     diverse_nash,
@@ -25,6 +24,7 @@ from eqarena.solvers.analyses.risk import (
     risk_dominance,
     risk_rank,
 )
+from eqarena.solvers.nash.limiting_logit import nash
 
 GRID = np.array([-1.0, -0.5, 0.0, 0.5, 1.0])
 
@@ -70,8 +70,16 @@ def brute_force_pure_ne(payoffs: np.ndarray, atol: float = 1e-12) -> np.ndarray:
 
 @pytest.mark.parametrize(
     "seed, p, m, kind",
-    [(0, 4, 3, "uniform"), (1, 6, 4, "uniform"), (2, 3, 2, "grid"), (3, 5, 3, "grid"), (4, 8, 4, "grid"),
-     (5, 2, 2, "grid"), (6, 6, 4, "dominant"), (7, 5, 5, "dominant")],
+    [
+        (0, 4, 3, "uniform"),
+        (1, 6, 4, "uniform"),
+        (2, 3, 2, "grid"),
+        (3, 5, 3, "grid"),
+        (4, 8, 4, "grid"),
+        (5, 2, 2, "grid"),
+        (6, 6, 4, "dominant"),
+        (7, 5, 5, "dominant"),
+    ],
 )
 def test_pure_nash_equilibria_match_brute_force(seed, p, m, kind):
     rng = np.random.default_rng(seed)

@@ -9,7 +9,6 @@ import json
 import pytest
 
 from eqarena import warehouse
-
 from tests.fake_llm_server import FakeLLMServer, planted_prompt, planted_response
 from tests.ingest_inputs import write_jsonl
 
@@ -19,14 +18,26 @@ PROMPTS = [f"q{k}" for k in range(4)]
 
 def _arena_dir(root):
     (root / "model_answer").mkdir(parents=True)
-    write_jsonl(root / "question.jsonl", [{"uid": p, "category": "test", "cluster": "t", "prompt": planted_prompt(p)}
-                                          for p in PROMPTS])
+    write_jsonl(
+        root / "question.jsonl",
+        [{"uid": p, "category": "test", "cluster": "t", "prompt": planted_prompt(p)} for p in PROMPTS],
+    )
     for model in QUALITY:
-        write_jsonl(root / "model_answer" / f"{model}.jsonl", [
-            {"uid": p, "ans_id": f"{model}-{p}", "model": model,
-             "messages": [{"role": "user", "content": "q"},
-                          {"role": "assistant", "content": {"answer": planted_response(model, p)}}]}
-            for p in PROMPTS])
+        write_jsonl(
+            root / "model_answer" / f"{model}.jsonl",
+            [
+                {
+                    "uid": p,
+                    "ans_id": f"{model}-{p}",
+                    "model": model,
+                    "messages": [
+                        {"role": "user", "content": "q"},
+                        {"role": "assistant", "content": {"answer": planted_response(model, p)}},
+                    ],
+                }
+                for p in PROMPTS
+            ],
+        )
     return root
 
 
@@ -43,9 +54,15 @@ def test_run_judges_rates_and_reports_with_a_provider(prefect_harness, tmp_path,
     data = _arena_dir(tmp_path / "tiny-arena")
     db, out = str(tmp_path / "w.duckdb"), str(tmp_path / "out")
     spec = f"openai-compatible:judge-model@{server.openai_base_url}"
+
     def options(methods: tuple[str, ...], bootstrap: int) -> MainJobOptions:
-        return MainJobOptions(source=str(data), judge=spec, out_dir=out, samples_per_order=1,
-                              rate=RateOptions(methods=methods, bootstrap=BootstrapOptions(replicates=bootstrap)))
+        return MainJobOptions(
+            source=str(data),
+            judge=spec,
+            out_dir=out,
+            samples_per_order=1,
+            rate=RateOptions(methods=methods, bootstrap=BootstrapOptions(replicates=bootstrap)),
+        )
 
     summary = run_flow(options(("bt", "ne", "cce"), 20), db)
     calls = sum(server.counters.paid_samples.values())
@@ -53,14 +70,20 @@ def test_run_judges_rates_and_reports_with_a_provider(prefect_harness, tmp_path,
 
     con = warehouse.connect(db, read_only=True)
     try:
-        judges = json.loads(con.execute("SELECT parameters FROM runs WHERE run_id = ?",
-                                        [summary.rate_run_id]).fetchone()[0])["judges"]
+        judges = json.loads(
+            con.execute("SELECT parameters FROM runs WHERE run_id = ?", [summary.rate_run_id]).fetchone()[0]
+        )["judges"]
         bt = con.execute("SELECT model_id FROM latest_model_ratings WHERE method = 'bt' ORDER BY rank").fetchall()
         ne = dict(con.execute("SELECT model_id, mass FROM latest_model_ratings WHERE method = 'ne'").fetchall())
-        shape = con.execute("SELECT count(DISTINCT prompt_id), count(DISTINCT king) FROM payoffs WHERE run_id = ?",
-                            [summary.rate_run_id]).fetchone()
-        exploitability = dict(con.execute("SELECT method, exploitability FROM equilibria WHERE run_id = ?",
-                                          [summary.rate_run_id]).fetchall())
+        shape = con.execute(
+            "SELECT count(DISTINCT prompt_id), count(DISTINCT king) FROM payoffs WHERE run_id = ?",
+            [summary.rate_run_id],
+        ).fetchone()
+        exploitability = dict(
+            con.execute(
+                "SELECT method, exploitability FROM equilibria WHERE run_id = ?", [summary.rate_run_id]
+            ).fetchall()
+        )
     finally:
         con.close()
     assert judges == ["openai-compatible:judge-model"]

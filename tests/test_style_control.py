@@ -9,6 +9,8 @@ from eqarena.methods import get_method
 from eqarena.solvers.pairwise.style_control import fit_style_bradley_terry, standardise
 from eqarena.solvers.pairwise.style_features import FEATURES, battle_style_features, style_counts, style_difference
 
+pytestmark = pytest.mark.unit
+
 QUALITY = np.array([1.0, 0.5, 0.0, -0.5])  # model 0 best
 MEAN_TOKENS = np.array([100.0, 200.0, 400.0, 800.0])  # ... but the worst answers are longest
 LENGTH_EFFECT = 1.5  # log-odds per standard deviation of the length feature
@@ -20,8 +22,12 @@ def length_driven_battles(k: int = 6000, seed: int = 0) -> dict[str, np.ndarray]
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 4, k)
     b = (a + rng.integers(1, 4, k)) % 4
-    counts = [np.column_stack([rng.lognormal(np.log(MEAN_TOKENS[m]), 0.3), rng.poisson(2.0, k),
-                               rng.poisson(5.0, k), rng.poisson(3.0, k)]) for m in (a, b)]
+    counts = [
+        np.column_stack(
+            [rng.lognormal(np.log(MEAN_TOKENS[m]), 0.3), rng.poisson(2.0, k), rng.poisson(5.0, k), rng.poisson(3.0, k)]
+        )
+        for m in (a, b)
+    ]
     style = style_difference(*counts)
     z, _ = standardise(style)
     p = 1.0 / (1.0 + np.exp(-(QUALITY[a] - QUALITY[b] + LENGTH_EFFECT * z[:, 0])))
@@ -69,8 +75,10 @@ def test_bootstrap_interval_holds_the_rating():
 
 
 def test_markdown_counts_as_arena_hard_auto():
-    text = ("# Title\n## Part\nSome **bold** and __also__ text.\n\n1. one\n2. two\n- dash\n  * nested\n"
-            "```\n# not a header\n- not a list\n**not bold**\n```\n#no space is no header\n")
+    text = (
+        "# Title\n## Part\nSome **bold** and __also__ text.\n\n1. one\n2. two\n- dash\n  * nested\n"
+        "```\n# not a header\n- not a list\n**not bold**\n```\n#no space is no header\n"
+    )
     tokens, headers, lists, bold = style_counts(text)
     assert (headers, lists, bold) == (2, 4, 2)
     assert tokens > 20  # code blocks count towards the length, not the markdown

@@ -17,6 +17,8 @@ from eqarena.warehouse.tensor import (
     read_battles,
 )
 
+pytestmark = pytest.mark.unit
+
 DATASET = "synthetic"
 
 
@@ -57,7 +59,7 @@ def _reference(rows, judges):
         if r.status == "ok" and r.judge in judges:
             per[(r.judge, r.prompt_id, r.model_a, r.model_b)].append(r.score)
     order = defaultdict(list)
-    for (judge, p, a, b), scores in per.items():
+    for (_judge, p, a, b), scores in per.items():
         order[(p, a, b)].append(sum(scores) / len(scores))
     means = {k: sum(v) / len(v) for k, v in order.items()}
     u = {}
@@ -120,9 +122,12 @@ def test_position_bias_cancels_and_tensor_is_antisymmetric(con):
 
 def test_failed_samples_leave_cells_missing_never_zero(con):
     rows = [
-        _row("j", "1", "a", "b", 0, 0.5), _row("j", "1", "b", "a", 0, None, status="error"),
-        _row("j", "1", "a", "c", 0, 1.0), _row("j", "1", "c", "a", 0, -1.0),
-        _row("j", "1", "b", "c", 0, 0.0), _row("j", "1", "c", "b", 0, 0.0),
+        _row("j", "1", "a", "b", 0, 0.5),
+        _row("j", "1", "b", "a", 0, None, status="error"),
+        _row("j", "1", "a", "c", 0, 1.0),
+        _row("j", "1", "c", "a", 0, -1.0),
+        _row("j", "1", "b", "c", 0, 0.0),
+        _row("j", "1", "c", "b", 0, 0.0),
     ]
     insert_judgments(con, rows)
     t = assemble_tensor(con, DATASET, ["j"])
@@ -134,12 +139,15 @@ def test_failed_samples_leave_cells_missing_never_zero(con):
 
 
 def test_prompts_and_models_of_the_dataset_without_judgments_are_uncovered(con):
-    con.execute("INSERT INTO prompts (dataset, prompt_id, text) VALUES (?, '1', 'q1'), (?, '2', 'q2')",
-                [DATASET, DATASET])
+    con.execute(
+        "INSERT INTO prompts (dataset, prompt_id, text) VALUES (?, '1', 'q1'), (?, '2', 'q2')", [DATASET, DATASET]
+    )
     con.execute("INSERT INTO models (model_id, family) VALUES ('a', 'a'), ('b', 'b'), ('c', 'c')")
     for m in "abc":
-        con.execute("INSERT INTO responses (dataset, prompt_id, model_id, text, text_sha256) "
-                    "VALUES (?, '1', ?, 't', 'h')", [DATASET, m])
+        con.execute(
+            "INSERT INTO responses (dataset, prompt_id, model_id, text, text_sha256) VALUES (?, '1', ?, 't', 'h')",
+            [DATASET, m],
+        )
     insert_judgments(con, [_row("j", "1", "a", "b", 0, 1.0), _row("j", "1", "b", "a", 0, -1.0)])
     t = assemble_tensor(con, DATASET, ["j"])
     assert t.prompts == ("1", "2") and t.models == ("a", "b", "c")
@@ -151,8 +159,12 @@ def test_prompts_and_models_of_the_dataset_without_judgments_are_uncovered(con):
 def _incomplete(con):
     """4 models x 5 prompts, complete except model 'd' on prompts 2 and 4 and pair (a, b) on prompt 3."""
     rows = _random_rows(np.random.default_rng(3), ["j"], ["1", "2", "3", "4", "5"], ["a", "b", "c", "d"], bad=0.0)
-    rows = [r for r in rows if not (r.prompt_id in ("2", "4") and "d" in (r.model_a, r.model_b))
-            and not (r.prompt_id == "3" and {r.model_a, r.model_b} == {"a", "b"} and r.model_a == "a")]
+    rows = [
+        r
+        for r in rows
+        if not (r.prompt_id in ("2", "4") and "d" in (r.model_a, r.model_b))
+        and not (r.prompt_id == "3" and {r.model_a, r.model_b} == {"a", "b"} and r.model_a == "a")
+    ]
     insert_judgments(con, rows)
     return assemble_tensor(con, DATASET, ["j"])
 
@@ -202,8 +214,12 @@ def test_unknown_judge_is_named(con):
 
 
 def test_template_filter_and_fingerprint(con):
-    rows = [_row("j", "1", "a", "b", 0, 1.0, template="t1"), _row("j", "1", "b", "a", 0, 1.0, template="t1"),
-            _row("j", "1", "a", "b", 0, 1.0, template="t2"), _row("j", "1", "b", "a", 0, -1.0, template="t2")]
+    rows = [
+        _row("j", "1", "a", "b", 0, 1.0, template="t1"),
+        _row("j", "1", "b", "a", 0, 1.0, template="t1"),
+        _row("j", "1", "a", "b", 0, 1.0, template="t2"),
+        _row("j", "1", "b", "a", 0, -1.0, template="t2"),
+    ]
     insert_judgments(con, rows)
     assert assemble_tensor(con, DATASET, ["j"], template_hash="t1").u_king[0, 0, 1] == 0.0
     assert assemble_tensor(con, DATASET, ["j"], template_hash="t2").u_king[0, 0, 1] == 1.0

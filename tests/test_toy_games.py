@@ -8,6 +8,8 @@ import pytest
 from eqarena.solvers import cce, chicken, koth_game, rps, synthetic_king_tensor
 from eqarena.solvers.nash.limiting_logit import nash
 
+pytestmark = pytest.mark.unit
+
 
 def test_rps_payoffs_are_the_papers_tables():
     game = rps()
@@ -54,9 +56,7 @@ def test_affinity_nash_selects_the_mixed_chicken_equilibrium(clone_straight):
 def test_uniform_nash_of_cloned_chicken_is_reported():
     """App. E: with a duplicated Straight the Shannon-selected equilibrium may move; report it."""
     eq = nash(chicken(clone_straight=True), target="uniform")
-    print(
-        f"\nuniform-target NE of chicken with a cloned Straight: marginals {[np.round(m, 4) for m in eq.marginals]}"
-    )
+    print(f"\nuniform-target NE of chicken with a cloned Straight: marginals {[np.round(m, 4) for m in eq.marginals]}")
     assert eq.exploitability <= 1e-6
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from eqarena import warehouse
 
+pytestmark = pytest.mark.unit
+
 VIEWS_DOC = Path(__file__).resolve().parents[1] / "eqarena" / "warehouse" / "VIEWS.md"
 
 # A contract table's header: its first cell says what its rows name, its last cell holds their columns.
@@ -91,8 +93,9 @@ def parse_contract(markdown: str) -> dict[str, Documented]:
         if default_kind is None:
             continue  # another kind of table, e.g. coverage percentages
         if header[-1].lower() not in COLUMN_HEADERS:
-            raise ValueError(f"{section}: a contract table's last column is one of {sorted(COLUMN_HEADERS)}, "
-                             f"not {header[-1]!r}")
+            raise ValueError(
+                f"{section}: a contract table's last column is one of {sorted(COLUMN_HEADERS)}, not {header[-1]!r}"
+            )
         for cells in body:
             named = _NAME_CELL.fullmatch(cells[0])
             if named is None:
@@ -120,8 +123,9 @@ def warehouse_objects(con) -> dict[str, tuple[str, frozenset[str]]]:
     keeps a view's column names as of its creation there, and `latest_rate_run` (`SELECT * FROM rate_runs`) was
     created before migration 014 widened `rate_runs`."""
     objects = {}
-    for name, table_type in con.execute("SELECT table_name, table_type FROM information_schema.tables "
-                                        "WHERE table_schema = 'main'").fetchall():
+    for name, table_type in con.execute(
+        "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'"
+    ).fetchall():
         selected = con.execute(f'SELECT * FROM "{name}" LIMIT 0').description
         objects[name] = (WAREHOUSE_KINDS.get(table_type, table_type), frozenset(column[0] for column in selected))
     return objects
@@ -170,8 +174,9 @@ def rated_warehouse(tmp_path_factory) -> tuple[Path, str]:
     return db, api.rate("vicuna80", db=db, judges=["prd:gpt4"], bootstrap=0, by="category").run_id
 
 
-RATE_RUNS_COLUMNS = "run_id, started_at, finished_at, dataset, judges, methods, data_fingerprint, timings, category, " \
-    "by_grouping"
+RATE_RUNS_COLUMNS = (
+    "run_id, started_at, finished_at, dataset, judges, methods, data_fingerprint, timings, category, by_grouping"
+)
 # A doc in the ways VIEWS.md writes its tables, with mistakes: `ratings` misspells imputed_share, `payoffs` is no
 # view, `no_such_table` does not exist, and most views are left out.
 SNIPPET = r"""
@@ -204,23 +209,42 @@ SNIPPET = r"""
 
 def test_parser_reads_the_ways_the_doc_lists_columns():
     contract = parse_contract(SNIPPET)
-    assert set(contract) == {"rate_runs", "latest_rate_run", "payoffs", "ratings", "contributions", "no_such_table",
-                             "analysis_runs", "clone_verdicts"}
+    assert set(contract) == {
+        "rate_runs",
+        "latest_rate_run",
+        "payoffs",
+        "ratings",
+        "contributions",
+        "no_such_table",
+        "analysis_runs",
+        "clone_verdicts",
+    }
     assert contract["latest_rate_run"].columns == contract["rate_runs"].columns
     assert contract["contributions"].columns == {"run_id", "method", "king", "rebel", "delta"}
     assert contract["ratings"].columns >= {"run_id", "player", "action", "imputed_shares"}
     assert not contract["ratings"].columns & {"a", "king"}
     assert contract["clone_verdicts"].columns == {"run_id", "method", "verdict"}
-    assert column_names("run_id, {prompt,king}_uniform (u, v), rank_{a,b}") == \
-        ["run_id", "prompt_uniform", "king_uniform", "rank_a", "rank_b"]
-    assert (contract["analysis_runs"].kind, contract["contributions"].kind, contract["payoffs"].kind) == \
-        ("view", "table", "view")
+    assert column_names("run_id, {prompt,king}_uniform (u, v), rank_{a,b}") == [
+        "run_id",
+        "prompt_uniform",
+        "king_uniform",
+        "rank_a",
+        "rank_b",
+    ]
+    assert (contract["analysis_runs"].kind, contract["contributions"].kind, contract["payoffs"].kind) == (
+        "view",
+        "table",
+        "view",
+    )
 
 
-@pytest.mark.parametrize("cell, error", [
-    ("one row per run (keyed by run_id)", "0 lists"),
-    ("run_id, method: king, rebel", "2 lists"),
-])
+@pytest.mark.parametrize(
+    "cell, error",
+    [
+        ("one row per run (keyed by run_id)", "0 lists"),
+        ("run_id, method: king, rebel", "2 lists"),
+    ],
+)
 def test_parser_refuses_a_cell_without_exactly_one_column_list(cell, error):
     with pytest.raises(ValueError, match=error):
         column_names(cell)
@@ -265,8 +289,11 @@ def test_a_rate_run_fills_the_views_it_feeds(contract, rated_warehouse):
     views = sorted(name for name, entry in contract.items() if entry.kind == "view" and name not in NOT_FILLED_BY_RATE)
     con = warehouse.connect(db, read_only=True)
     try:
-        empty = [view for view in views
-                 if not con.execute(f'SELECT count(*) FROM "{view}" WHERE run_id = ?', [run_id]).fetchone()[0]]
+        empty = [
+            view
+            for view in views
+            if not con.execute(f'SELECT count(*) FROM "{view}" WHERE run_id = ?', [run_id]).fetchone()[0]
+        ]
     finally:
         con.close()
     assert not empty, f"views without a row of rate run {run_id}: {empty}"

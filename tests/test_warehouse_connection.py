@@ -8,6 +8,8 @@ import pytest
 from eqarena import warehouse
 from eqarena.warehouse.connection import migrations
 
+pytestmark = pytest.mark.unit
+
 
 def test_migrations_apply_once(db_path):
     con = warehouse.connect(db_path)

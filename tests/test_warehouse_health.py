@@ -19,6 +19,8 @@ from eqarena.warehouse.runs import RunRecord, mark_abandoned_runs, recent_runs, 
 from eqarena.warehouse.snapshot import publish_snapshot, snapshot_path
 from eqarena.warehouse.verify import verify_tables
 
+pytestmark = pytest.mark.unit
+
 
 def test_bounded_cuts_long_values_and_keeps_short_ones():
     value = "y" * 5000
@@ -40,18 +42,35 @@ def test_runs_of_dead_processes_are_marked_abandoned(db_path):
     con = warehouse.connect(db_path)
     now = datetime.now(timezone.utc)
     upsert_run(con, RunRecord("import-dead", "import", now, status="running", pid=_free_pid()))
-    upsert_run(con, RunRecord("import-reused", "import", now, status="running", pid=os.getpid(),
-                              process_started=psutil.Process().create_time() - 3600))  # the pid, another process
+    upsert_run(
+        con,
+        RunRecord(
+            "import-reused",
+            "import",
+            now,
+            status="running",
+            pid=os.getpid(),
+            process_started=psutil.Process().create_time() - 3600,
+        ),
+    )  # the pid, another process
     upsert_run(con, RunRecord("import-alive", "import", now, status="running"))  # this process
     upsert_run(con, RunRecord("import-elsewhere", "import", now, status="running", pid=_free_pid(), host="other"))
     shown = {r.run_id: r.status for r in recent_runs(con, limit=10)}
-    assert shown == {"import-dead": "abandoned", "import-reused": "abandoned", "import-alive": "running",
-                     "import-elsewhere": "running"}
+    assert shown == {
+        "import-dead": "abandoned",
+        "import-reused": "abandoned",
+        "import-alive": "running",
+        "import-elsewhere": "running",
+    }
     assert con.execute("SELECT count(*) FROM runs WHERE status = 'abandoned'").fetchone()[0] == 0  # only shown
     assert mark_abandoned_runs(con) == 2
     rows = dict(con.execute("SELECT run_id, status FROM runs").fetchall())
-    assert rows == {"import-dead": "abandoned", "import-reused": "abandoned", "import-alive": "running",
-                    "import-elsewhere": "running"}
+    assert rows == {
+        "import-dead": "abandoned",
+        "import-reused": "abandoned",
+        "import-alive": "running",
+        "import-elsewhere": "running",
+    }
     assert mark_abandoned_runs(con) == 0
     con.close()
 
@@ -81,8 +100,9 @@ def test_publishing_a_snapshot_keeps_the_writers_lock(tmp_path):
     con = warehouse.connect(db)
     upsert_run(con, RunRecord("rate-1", "rate", datetime.now(timezone.utc)))
     publish_snapshot(con)
-    second = subprocess.run([sys.executable, "-c", f"import duckdb; duckdb.connect({str(db)!r})"],
-                            capture_output=True, text=True)
+    second = subprocess.run(
+        [sys.executable, "-c", f"import duckdb; duckdb.connect({str(db)!r})"], capture_output=True, text=True
+    )
     con.close()
     assert second.returncode != 0 and "lock" in second.stderr.lower(), second.stderr
 
@@ -99,8 +119,9 @@ def test_verify_tables_finds_a_damaged_block(tmp_path):
     with warehouse.connect(db) as con:
         con.execute("CREATE TABLE big AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(200000)")
         block_size = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0]
-        block = con.execute("SELECT min(block_id) FROM pragma_storage_info('big') WHERE block_id >= 0 "
-                            "AND column_name = 's'").fetchone()[0]
+        block = con.execute(
+            "SELECT min(block_id) FROM pragma_storage_info('big') WHERE block_id >= 0 AND column_name = 's'"
+        ).fetchone()[0]
     with duckdb.connect(str(db), read_only=True) as con:
         checks = {c.table: c for c in verify_tables(con)}
     assert all(c.ok for c in checks.values()) and checks["big"].rows == 200000

@@ -36,8 +36,9 @@ def _env(**extra: str) -> dict:
 
 
 def eqarena(*args: str, timeout: float = 300, **extra_env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(EQARENA), *map(str, args)], env=_env(**extra_env), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [str(EQARENA), *map(str, args)], env=_env(**extra_env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def assert_one_error_line(result: subprocess.CompletedProcess, *expected: str) -> str:
@@ -75,8 +76,10 @@ def _garble_tables(db: Path, target: Path, tables: tuple[str, ...]) -> None:
     files: a 12 KiB header, then blocks of `block_size` bytes, each starting with its checksum)."""
     with duckdb.connect(str(db), read_only=True) as con:
         block_size = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()[0]
-        blocks = [con.execute(f"SELECT min(block_id) FROM pragma_storage_info('{t}') WHERE block_id >= 0")
-                  .fetchone()[0] for t in tables]
+        blocks = [
+            con.execute(f"SELECT min(block_id) FROM pragma_storage_info('{t}') WHERE block_id >= 0").fetchone()[0]
+            for t in tables
+        ]
     shutil.copy(db, target)
     rng = np.random.default_rng(0)
     with open(target, "r+b") as f:
@@ -121,7 +124,8 @@ def test_an_unusable_warehouse_is_one_error_line(unusable, tmp_path, kind, comma
         assert _sha(db) == before  # nothing written to it
     if before is not None and command == ("ingest",) and kind == "garbled":  # its runs row says why
         assert query(db, "SELECT status FROM runs WHERE kind = 'ingest' ORDER BY started_at DESC LIMIT 1") == [
-            ("failed",)]
+            ("failed",)
+        ]
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
@@ -145,9 +149,17 @@ def test_report_into_a_file_is_one_error_line(rated, tmp_path):
 def _hold_open(db: Path) -> subprocess.Popen:
     """A reader (as a notebook would be) holding the live file read-only until its stdin closes."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys; con = duckdb.connect(sys.argv[1], read_only=True); "
-                               "print('ready', flush=True); sys.stdin.read()", str(db)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys; con = duckdb.connect(sys.argv[1], read_only=True); "
+            "print('ready', flush=True); sys.stdin.read()",
+            str(db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "ready"
     return holder
 
@@ -156,8 +168,13 @@ def test_a_writer_waits_for_a_reader_and_keeps_its_work(rated):
     runs_before = query(rated, "SELECT count(*) FROM runs WHERE kind = 'rate' AND status = 'ok'")[0][0]
     holder = _hold_open(rated)
     try:
-        rate = subprocess.Popen([str(EQARENA), *QUICK_RATE, "--db", str(rated), "--wait", "30"], env=_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        rate = subprocess.Popen(
+            [str(EQARENA), *QUICK_RATE, "--db", str(rated), "--wait", "30"],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         said = ""
         while "waiting up to 30 s" not in said and rate.poll() is None:
             said += rate.stderr.readline()  # its results are computed; now it waits to write them
@@ -216,8 +233,16 @@ def test_snapshot_readers_meet_no_lock_during_concurrent_writes(rated):
     reader = threading.Thread(target=poll)
     reader.start()
     try:
-        writers = [subprocess.Popen([str(EQARENA), *QUICK_RATE, "--db", str(rated), "--wait", "600"], env=_env(),
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(20)]
+        writers = [
+            subprocess.Popen(
+                [str(EQARENA), *QUICK_RATE, "--db", str(rated), "--wait", "600"],
+                env=_env(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(20)
+        ]
         outcomes = [(w.wait(timeout=900), w.stderr.read()) for w in writers]
     finally:
         done.set()
@@ -260,9 +285,27 @@ def test_a_connect_straddling_a_publish(tmp_path, how):
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
         reader = subprocess.Popen(
-            [strace, "-f", "-o", str(trace), "-P", str(snapshot_path(db)), "-e", "trace=openat",
-             "-e", "inject=openat:delay_enter=4000000:when=3", sys.executable, "-c", STRADDLING_READER, str(db), how],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                strace,
+                "-f",
+                "-o",
+                str(trace),
+                "-P",
+                str(snapshot_path(db)),
+                "-e",
+                "trace=openat",
+                "-e",
+                "inject=openat:delay_enter=4000000:when=3",
+                sys.executable,
+                "-c",
+                STRADDLING_READER,
+                str(db),
+                how,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while (not trace.exists() or trace.read_text().count("openat(") < 2) and reader.poll() is None:
             assert time.monotonic() < deadline, "the reader never opened the snapshot"
@@ -291,7 +334,7 @@ def test_a_long_value_is_cut_in_the_error_line_and_the_run_row(tmp_path):
     bad.write_text("prompt_id,model_a,model_b,score\np1,a,b,0.5\np2,a,b," + "x" * 5_000_000 + "\n")
     line = assert_one_error_line(eqarena("import", "pairwise", bad, "--db", db), f"{bad}:3", "(5,000,000 characters)")
     assert len(line) < 400
-    (status, message), = query(db, "SELECT status, message FROM runs WHERE kind = 'import'")
+    ((status, message),) = query(db, "SELECT status, message FROM runs WHERE kind = 'import'")
     assert status == "failed" and len(message) < 400 and "(5,000,000 characters)" in message
     assert query(db, "SELECT count(*) FROM judgments")[0][0] == 0
 
@@ -301,9 +344,17 @@ def _battles(path: Path, rows: int) -> None:
     a = rng.integers(0, 100, rows)
     b = (a + rng.integers(1, 100, rows)) % 100
     models = np.array([f"m{i:03d}" for i in range(100)])
-    pq.write_table(pa.table({"model_a": models[a], "model_b": models[b],
-                             "winner": np.array(["model_a", "model_b", "tie"])[rng.integers(0, 3, rows)],
-                             "question_id": np.char.add("q", (rng.integers(0, 2000, rows)).astype(str))}), path)
+    pq.write_table(
+        pa.table(
+            {
+                "model_a": models[a],
+                "model_b": models[b],
+                "winner": np.array(["model_a", "model_b", "tie"])[rng.integers(0, 3, rows)],
+                "question_id": np.char.add("q", (rng.integers(0, 2000, rows)).astype(str)),
+            }
+        ),
+        path,
+    )
 
 
 @pytest.mark.slow
@@ -311,8 +362,12 @@ def test_a_killed_import_is_marked_abandoned(tmp_path):
     db, battles, small = tmp_path / "w.duckdb", tmp_path / "battles.parquet", tmp_path / "small.csv"
     _battles(battles, 2_000_000)
     small.write_text("prompt_id,model_a,model_b,score\np1,a,b,0.5\np1,b,a,-0.5\n")
-    importer = subprocess.Popen([str(EQARENA), "import", "battles", str(battles), "--db", str(db)], env=_env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    importer = subprocess.Popen(
+        [str(EQARENA), "import", "battles", str(battles), "--db", str(db)],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     running = []
     deadline = time.monotonic() + 120
     while not running and time.monotonic() < deadline and importer.poll() is None:
@@ -323,7 +378,7 @@ def test_a_killed_import_is_marked_abandoned(tmp_path):
     assert running and importer.poll() is None, "the import finished before it could be killed"
     importer.send_signal(signal.SIGKILL)
     importer.wait()
-    (run_id,), = running
+    ((run_id,),) = running
 
     shown = eqarena("status", "--json", "--db", db)
     assert shown.returncode == 0, shown.stderr
@@ -331,6 +386,6 @@ def test_a_killed_import_is_marked_abandoned(tmp_path):
     assert query(db, "SELECT status FROM runs WHERE run_id = ?", run_id) == [("running",)]  # status only reads
 
     assert eqarena("import", "pairwise", small, "--db", db).returncode == 0  # the next writer marks it
-    (status, message), = query(db, "SELECT status, message FROM runs WHERE run_id = ?", run_id)
+    ((status, message),) = query(db, "SELECT status, message FROM runs WHERE run_id = ?", run_id)
     assert status == "abandoned" and f"pid {importer.pid}" in message
     assert "abandoned" in eqarena("status", "--db", db).stdout

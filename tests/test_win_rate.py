@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import query
 from typer.testing import CliRunner
 
-from conftest import query
 from eqarena.cli.app import app
 from eqarena.methods import get_method
 from eqarena.solvers.pairwise.bradley_terry import bradley_terry
@@ -48,8 +48,9 @@ def reference_win_rates(rows) -> dict[str, float]:
 
 def reference_bt_win_rates(rows) -> dict[str, float]:
     """The BT route (show_result.py with style features, without them; v0.1's predicted win rate): a
-    logistic regression without intercept (and, in effect, without penalty) on the rows, +1 for the model's column and -1 for the
-    baseline's, a tie as one win and one loss (v0.1 `compute_mle_elo`); win rate sigmoid(c_m - c_base)."""
+    logistic regression without intercept (and, in effect, without penalty) on the rows, +1 for the
+    model's column and -1 for the baseline's, a tie as one win and one loss (v0.1 `compute_mle_elo`);
+    win rate sigmoid(c_m - c_base)."""
     from sklearn.linear_model import LogisticRegression
 
     models = sorted({m for m, _ in rows}) + [BASELINE]
@@ -57,7 +58,7 @@ def reference_bt_win_rates(rows) -> dict[str, float]:
     for model, score in rows:
         row = np.zeros(len(models))
         row[models.index(model)], row[-1] = 1.0, -1.0
-        for label in ([1.0, 0.0] if score == 0.5 else [score, score]):
+        for label in [1.0, 0.0] if score == 0.5 else [score, score]:
             x.append(row)
             y.append(label)
     lr = LogisticRegression(fit_intercept=False, C=1e12, tol=1e-10, max_iter=10_000).fit(np.array(x), y)
@@ -70,8 +71,24 @@ def rated(tmp_path_factory):
     db = tmp_path_factory.mktemp("tiny") / "w.duckdb"
     imported = runner.invoke(app, ["import", "arena-hard-auto", str(SAMPLE), "--db", str(db)])
     assert imported.exit_code == 0, imported.output
-    out = runner.invoke(app, ["rate", "--dataset", "tiny-bench", "--missing", "impute", "--methods", "bt",
-                              "--baseline", BASELINE, "--bootstrap", "40", "--db", str(db)])
+    out = runner.invoke(
+        app,
+        [
+            "rate",
+            "--dataset",
+            "tiny-bench",
+            "--missing",
+            "impute",
+            "--methods",
+            "bt",
+            "--baseline",
+            BASELINE,
+            "--bootstrap",
+            "40",
+            "--db",
+            str(db),
+        ],
+    )
     assert out.exit_code == 0, out.output
     rows = query(db, "SELECT method, model_id, rating, ci_lo, ci_hi FROM latest_model_ratings")
     return db, {(m, model): (r, lo, hi) for m, model, r, lo, hi in rows}, out.stdout
@@ -110,8 +127,12 @@ def test_bt_route_gives_the_same_win_rate(rated, prefect_harness):
 
 def test_default_baseline_is_the_model_in_most_judgments():
     # model 2 meets everyone, both positions; the others meet only model 2
-    battles = {"prompt": np.array([0, 0, 0, 0, 1, 1]), "model_a": np.array([0, 2, 1, 2, 0, 2]),
-               "model_b": np.array([2, 0, 2, 1, 2, 0]), "score": np.array([1.0, -0.5, 0.0, 0.0, -1.0, 1.0])}
+    battles = {
+        "prompt": np.array([0, 0, 0, 0, 1, 1]),
+        "model_a": np.array([0, 2, 1, 2, 0, 2]),
+        "model_b": np.array([2, 0, 2, 1, 2, 0]),
+        "score": np.array([1.0, -0.5, 0.0, 0.0, -1.0, 1.0]),
+    }
     fit = fit_win_rate(np.zeros((2, 3, 3)), battles)
     assert fit.diagnostics["baseline_index"] == 2
     # model 0: prompt 0 a decisive win (+1, weight 3) and a win (-0.5 for the baseline as A), prompt 1
@@ -122,8 +143,12 @@ def test_default_baseline_is_the_model_in_most_judgments():
 
 
 def test_one_position_only_does_not_count():
-    battles = {"prompt": np.array([0, 0, 1]), "model_a": np.array([0, 1, 0]), "model_b": np.array([1, 0, 1]),
-               "score": np.array([0.5, 0.5, 0.5])}
+    battles = {
+        "prompt": np.array([0, 0, 1]),
+        "model_a": np.array([0, 1, 0]),
+        "model_b": np.array([1, 0, 1]),
+        "score": np.array([0.5, 0.5, 0.5]),
+    }
     fit = fit_win_rate(np.zeros((2, 2, 2)), battles | {"baseline": np.asarray(1)})
     assert fit.diagnostics["games"] == 2  # prompt 1 has model 0 as A only
     assert fit.ratings[0] == pytest.approx(50.0)
@@ -138,16 +163,45 @@ def test_winrate_is_not_default_and_needs_battles():
 
 def test_unknown_baseline_is_refused(rated, prefect_harness):
     db, _, _ = rated
-    out = runner.invoke(app, ["rate", "--dataset", "tiny-bench", "--missing", "impute", "--baseline", "nobody",
-                              "--bootstrap", "0", "--db", str(db)])
+    out = runner.invoke(
+        app,
+        [
+            "rate",
+            "--dataset",
+            "tiny-bench",
+            "--missing",
+            "impute",
+            "--baseline",
+            "nobody",
+            "--bootstrap",
+            "0",
+            "--db",
+            str(db),
+        ],
+    )
     assert out.exit_code == 1 and "nobody" in out.output
 
 
 def test_style_control_without_answer_texts_is_one_line_and_writes_nothing(rated):
     db, _, _ = rated
     runs = query(db, "SELECT count(*) FROM runs WHERE kind = 'rate'")
-    out = runner.invoke(app, ["rate", "--dataset", "tiny-bench", "--missing", "impute", "--methods", "bt",
-                              "--style-control", "--bootstrap", "0", "--db", str(db)])
+    out = runner.invoke(
+        app,
+        [
+            "rate",
+            "--dataset",
+            "tiny-bench",
+            "--missing",
+            "impute",
+            "--methods",
+            "bt",
+            "--style-control",
+            "--bootstrap",
+            "0",
+            "--db",
+            str(db),
+        ],
+    )
     assert out.exit_code == 1
     assert out.output.strip().splitlines()[-1].startswith("error: --style-control: dataset tiny-bench has no answer")
     assert "Traceback" not in out.output
@@ -159,8 +213,9 @@ def test_style_control_end_to_end_on_the_bundled_answers(tmp_path):
     fitted length coefficient in the run's parameters."""
     db = tmp_path / "w.duckdb"
     assert runner.invoke(app, ["ingest", "--db", str(db)]).exit_code == 0
-    out = runner.invoke(app, ["rate", "--db", str(db), "--judge", "prd:gpt4", "--methods", "bt",
-                              "--style-control", "--bootstrap", "0"])
+    out = runner.invoke(
+        app, ["rate", "--db", str(db), "--judge", "prd:gpt4", "--methods", "bt", "--style-control", "--bootstrap", "0"]
+    )
     assert out.exit_code == 0, out.output
     rows = query(db, "SELECT method, count(*) FROM latest_model_ratings GROUP BY method ORDER BY method")
     assert rows == [("bt", 5), ("bt-style", 5)]

@@ -13,12 +13,14 @@ from eqarena.cli.support import DB_HELP, OUT_HELP, WAIT, checked_dataset, cli_er
 from eqarena.options import DEFAULT_OUT_DIR, CloneOptions, RiskOptions
 
 RUN_HELP = "Rate run id (default: the latest finished rate run of --dataset)."
-ANALYZE_DATASET_HELP = ("Dataset whose latest finished rate run is analysed, when --run is not given (default: "
-                        "the warehouse's only dataset, if it holds exactly one).")
+ANALYZE_DATASET_HELP = (
+    "Dataset whose latest finished rate run is analysed, when --run is not given (default: "
+    "the warehouse's only dataset, if it holds exactly one)."
+)
 
 analyze_app = typer.Typer(
     help="Robustness analyses of a rate run: adversarial clones (paper Section 4.2) and risk dominance "
-         "(App. F.4). Results go to DuckDB tables, and the run's HTML report is rewritten to show them.",
+    "(App. F.4). Results go to DuckDB tables, and the run's HTML report is rewritten to show them.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
     cls=TidyHelpGroup,
@@ -58,8 +60,10 @@ def _finish(result, out: Path, db: Optional[Path]) -> None:
     """Print the analysis, then rewrite the rate run's report so it shows it."""
     for line in [result.headline, *result.summary]:
         typer.echo(line)
-    typer.echo(f"{result.kind} run {result.run_id} (of rate run {result.source_run_id}, {result.seconds:.1f} s) "
-               f"written to {warehouse_file(db)}")
+    typer.echo(
+        f"{result.kind} run {result.run_id} (of rate run {result.source_run_id}, {result.seconds:.1f} s) "
+        f"written to {warehouse_file(db)}"
+    )
     path = run_pipeline("report", result.source_run_id, str(out), db_option(db))
     typer.echo(f"HTML report updated: {Path(path).resolve()}")
 
@@ -70,10 +74,14 @@ def analyze_clones(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
     dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=ANALYZE_DATASET_HELP),
     out: Path = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP),
-    target: Optional[str] = typer.Option(None, "--target", help="Model the copied prompts are adversarial to "
-                                         "(default: the run's top NE model)."),
-    lam: float = typer.Option(CloneOptions.lam, "--lambda", help="Copies are drawn from `softmax(-lambda * the "
-                              "target's mean payoff on each prompt)`."),
+    target: Optional[str] = typer.Option(
+        None, "--target", help="Model the copied prompts are adversarial to (default: the run's top NE model)."
+    ),
+    lam: float = typer.Option(
+        CloneOptions.lam,
+        "--lambda",
+        help="Copies are drawn from `softmax(-lambda * the target's mean payoff on each prompt)`.",
+    ),
     n: str = typer.Option("0,250,500", "--n", help="Numbers of exact copies to add."),
     n_noisy: str = typer.Option("0,250,500,750,1000", "--n-noisy", help="Numbers of noisy copies to add."),
     noise: float = typer.Option(0.01, "--noise", min=0.0, help="Noisy copies get Uniform(-noise, noise) payoff noise."),
@@ -84,8 +92,9 @@ def analyze_clones(
     """How every method's model ranks move as copies of prompts adversarial to one model are added."""
     ns_exact, ns_noisy = parse_counts(n, "--n"), parse_counts(n_noisy, "--n-noisy")
 
-    options = CloneOptions(target=target, lam=lam, seed=seed, ns_exact=tuple(ns_exact), ns_noisy=tuple(ns_noisy),
-                           noise=noise)
+    options = CloneOptions(
+        target=target, lam=lam, seed=seed, ns_exact=tuple(ns_exact), ns_noisy=tuple(ns_noisy), noise=noise
+    )
     result = run_pipeline("analyze-clones", options, source_run(run, dataset, db), db_option(db))
     _finish(result, out, db)
 
@@ -96,13 +105,19 @@ def analyze_risk(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
     dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=ANALYZE_DATASET_HELP),
     out: Path = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP),
-    equilibria: int = typer.Option(RiskOptions.equilibria, "--equilibria", "-k", min=2, help="Nash equilibria to "
-                                   "search for (equilibrium 0 is the run's selected NE)."),
+    equilibria: int = typer.Option(
+        RiskOptions.equilibria,
+        "--equilibria",
+        "-k",
+        min=2,
+        help="Nash equilibria to search for (equilibrium 0 is the run's selected NE).",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the equilibrium search."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
     """Pure Nash equilibria, many mixed ones, and how risky each is when players miscoordinate."""
-    result = run_pipeline("analyze-risk", RiskOptions(equilibria=equilibria, seed=seed),
-                          source_run(run, dataset, db), db_option(db))
+    result = run_pipeline(
+        "analyze-risk", RiskOptions(equilibria=equilibria, seed=seed), source_run(run, dataset, db), db_option(db)
+    )
     _finish(result, out, db)

@@ -17,8 +17,8 @@ import typer
 from eqarena.cli import analyze, data, generating, judging, main_job, paper, rating, simulate, status
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.support import release_frames
-from eqarena.runtime.compile_cache import use_compile_cache
 from eqarena.runtime.background import exit_now_if_busy
+from eqarena.runtime.compile_cache import use_compile_cache
 from eqarena.runtime.quick_exit import nothing_pending, quick_exit
 
 app = typer.Typer(
@@ -41,8 +41,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Game-theoretic ratings of LLMs and prompts from pairwise LLM-judge evaluations."""
     # Prefect reads these when first imported (inside the commands): without a Prefect server it starts
     # a temporary local one, which may take long on a busy machine; it must never phone home.

@@ -16,8 +16,9 @@ from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, Ingest
 def ingest(
     source: str = typer.Option(DEFAULT_DATASET, "--dataset", "-d", help=SOURCE_HELP),
     replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
-    name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the bundle's name or "
-                                       "the directory's name)."),
+    name: Optional[str] = typer.Option(
+        None, "--name", help="Dataset name (default: the bundle's name or the directory's name)."
+    ),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
@@ -59,22 +60,44 @@ Then rate as usual, e.g. `eqarena rate --dataset NAME --missing impute` when pai
 def import_data(
     fmt: str = typer.Argument(..., metavar="FORMAT", help="arena-hard-auto | battles | pairwise | scores"),
     paths: list[Path] = typer.Argument(..., metavar="PATH...", help="Files (or, for arena-hard-auto, folders)."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Dataset name (default: the folder "
-                                          "above model_judgment/ for arena-hard-auto, else the first file's name)."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="Judge id for battles, pairwise rows without a "
-                                        "judge column, and scores (default: `<format>:<file name>`)."),
-    baseline: Optional[str] = typer.Option(None, "--baseline", help="arena-hard-auto v0.1 files: the baseline "
-                                           "model (default gpt-4-0314; v2.0 files name it); pairwise "
-                                           "--layout preferences: the model the columns are compared with."),
-    layout: Optional[str] = typer.Option(None, "--layout", help="scores: long, wide or models-by-tasks "
-                                         "(default: long or wide, by the columns); pairwise: long (default) "
-                                         "or preferences."),
-    id_column: Optional[str] = typer.Option(None, "--id-column", help="pairwise and scores: the id column "
-                                            "(the prompt's; the model's for models-by-tasks) instead of the "
-                                            "usual names (prompt_id, question_id, ...)."),
+    dataset: Optional[str] = typer.Option(
+        None,
+        "--dataset",
+        "-d",
+        help="Dataset name (default: the folder "
+        "above model_judgment/ for arena-hard-auto, else the first file's name).",
+    ),
+    judge: Optional[str] = typer.Option(
+        None,
+        "--judge",
+        help="Judge id for battles, pairwise rows without a "
+        "judge column, and scores (default: `<format>:<file name>`).",
+    ),
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        help="arena-hard-auto v0.1 files: the baseline "
+        "model (default gpt-4-0314; v2.0 files name it); pairwise "
+        "--layout preferences: the model the columns are compared with.",
+    ),
+    layout: Optional[str] = typer.Option(
+        None,
+        "--layout",
+        help="scores: long, wide or models-by-tasks "
+        "(default: long or wide, by the columns); pairwise: long (default) "
+        "or preferences.",
+    ),
+    id_column: Optional[str] = typer.Option(
+        None,
+        "--id-column",
+        help="pairwise and scores: the id column "
+        "(the prompt's; the model's for models-by-tasks) instead of the "
+        "usual names (prompt_id, question_id, ...).",
+    ),
     payoff: str = typer.Option("clip-diff", "--payoff", help="scores: clip-diff or sign."),
-    scale: float = typer.Option(1.0, "--scale", help="scores: the score gap that counts as decisive "
-                                "(e.g. 100 for percentages)."),
+    scale: float = typer.Option(
+        1.0, "--scale", help="scores: the score gap that counts as decisive (e.g. 100 for percentages)."
+    ),
     replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
@@ -82,9 +105,18 @@ def import_data(
     with options_errors():
         if fmt not in tuple(ImportFormat):
             raise ValueError(f"FORMAT must be one of {', '.join(f.value for f in ImportFormat)}; got {fmt!r}")
-        options = ImportOptions(fmt=fmt, paths=tuple(str(p) for p in paths), dataset=dataset, judge=judge,
-                                baseline=baseline, payoff=payoff, scale=scale, replace=replace,
-                                layout=layout, id_column=id_column)
+        options = ImportOptions(
+            fmt=fmt,
+            paths=tuple(str(p) for p in paths),
+            dataset=dataset,
+            judge=judge,
+            baseline=baseline,
+            payoff=payoff,
+            scale=scale,
+            replace=replace,
+            layout=layout,
+            id_column=id_column,
+        )
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise FileNotFoundError(f"{missing[0]}: no such file or directory")

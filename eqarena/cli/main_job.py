@@ -14,10 +14,10 @@ from eqarena.cli.support import (
     BOOTSTRAP_HELP,
     BY,
     DB_HELP,
-    WAIT,
     METHODS_HELP,
     MISSING_HELP,
     OUT_HELP,
+    WAIT,
     cli_errors,
     db_option,
     options_errors,
@@ -36,45 +36,63 @@ from eqarena.options import (
 
 OUT = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP)
 SOURCE = typer.Option(DEFAULT_DATASET, "--dataset", "-d", help="Bundled dataset name or directory.")
-JUDGE = typer.Option(DEFAULT_JUDGE, "--judge", "-j", help="`prd:<judge>` or all-prd (recorded PRD judgments, no "
-                     "API calls), or a provider spec such as openai:MODEL (judges missing cells only).")
+JUDGE = typer.Option(
+    DEFAULT_JUDGE,
+    "--judge",
+    "-j",
+    help="`prd:<judge>` or all-prd (recorded PRD judgments, no "
+    "API calls), or a provider spec such as openai:MODEL (judges missing cells only).",
+)
 METHODS = typer.Option(None, "--methods", "-m", help=METHODS_HELP)
 MISSING = typer.Option("refuse", "--missing", help=MISSING_HELP)
 BOOTSTRAP = typer.Option(BootstrapOptions.replicates, "--bootstrap", min=0, help=BOOTSTRAP_HELP)
-SAMPLES = typer.Option(4, "--samples-per-order", min=1, help="Provider judge only: samples with each model as "
-                       "assistant A (paper: 4 + 4).")
+SAMPLES = typer.Option(
+    4, "--samples-per-order", min=1, help="Provider judge only: samples with each model as assistant A (paper: 4 + 4)."
+)
 MAX_COST = typer.Option(None, "--max-cost", help="Provider judge only: stop judging at this many USD.")
-ANALYSES = typer.Option("clones,risk", "--analyses", help="Robustness analyses of new ratings, comma-separated: "
-                        "clones (adversarial prompt copies), risk (risk dominance among many Nash equilibria), "
-                        "or none. See `eqarena analyze --help`.")
-YES = typer.Option(False, "--yes", "-y", help="Provider judge only: judge even when the plan's estimated cost is "
-                   "above $1 and no --max-cost caps it (the plan is printed first either way).")
+ANALYSES = typer.Option(
+    "clones,risk",
+    "--analyses",
+    help="Robustness analyses of new ratings, comma-separated: "
+    "clones (adversarial prompt copies), risk (risk dominance among many Nash equilibria), "
+    "or none. See `eqarena analyze --help`.",
+)
+YES = typer.Option(
+    False,
+    "--yes",
+    "-y",
+    help="Provider judge only: judge even when the plan's estimated cost is "
+    "above $1 and no --max-cost caps it (the plan is printed first either way).",
+)
 
 
-def main_job_options(source: str, judge: str, out: Path, methods: Optional[str], missing: str, bootstrap: int,
-                     samples_per_order: int, max_cost: Optional[float], analyses: str, yes: bool,
-                     by: Optional[str] = None) -> MainJobOptions:
+def main_job_options(
+    source: str,
+    judge: str,
+    out: Path,
+    methods: Optional[str],
+    missing: str,
+    bootstrap: int,
+    samples_per_order: int,
+    max_cost: Optional[float],
+    analyses: str,
+    yes: bool,
+    by: Optional[str] = None,
+) -> MainJobOptions:
     """MainJobOptions from the flags, checked before any work starts (one-line error, exit 1)."""
     rate = rate_options(methods, missing, bootstrap=bootstrap, by=by)
     with options_errors():
         kinds = [a.lower() for a in split_list([analyses]) if a.lower() != "none"]
-        return MainJobOptions(source=source, judge=judge, out_dir=str(out), rate=rate,
-                              analyses=AnalysesOptions(run=tuple(kinds)), samples_per_order=samples_per_order,
-                              max_cost=max_cost, yes=yes)
-
-
-def main_job_errors() -> tuple[type[BaseException], ...]:
-    """The errors a main-job command reports as one line (bad input, a refused spend, a busy warehouse)."""
-    from eqarena.judge.inputs import PlanError
-    from eqarena.llm.pricing import PriceError
-    from eqarena.llm.providers import FatalProviderError, JudgeSpecError
-    from eqarena.judge.setup import SpendNotConfirmed
-    from eqarena.judge.templates import TemplateError
-    from eqarena.warehouse.tensor import IncompleteTensorError
-    from eqarena.warehouse.writer_lock import WarehouseBusyError
-
-    return (IncompleteTensorError, LookupError, JudgeSpecError, PriceError, PlanError, TemplateError,
-            FatalProviderError, SpendNotConfirmed, WarehouseBusyError)
+        return MainJobOptions(
+            source=source,
+            judge=judge,
+            out_dir=str(out),
+            rate=rate,
+            analyses=AnalysesOptions(run=tuple(kinds)),
+            samples_per_order=samples_per_order,
+            max_cost=max_cost,
+            yes=yes,
+        )
 
 
 @cli_errors()
@@ -94,13 +112,14 @@ def run(
     by: Optional[str] = BY,
 ) -> None:
     """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
-    options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
-                               analyses, yes, by)
+    options = main_job_options(
+        dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost, analyses, yes, by
+    )
 
     from eqarena.runtime.worker_count import planned_main_job_workers
     from eqarena.runtime.worker_pool import workers_ahead
 
-    with cli_errors(*main_job_errors()), workers_ahead(planned_main_job_workers(options)):
+    with cli_errors(LookupError), workers_ahead(planned_main_job_workers(options)):
         summary = run_pipeline("run", options, db_option(db))
     print_model_ratings(db, summary.rate_run_id)
     if options.rate.by is not None:
@@ -131,10 +150,11 @@ def refresh(
 ) -> None:
     """The main job, incrementally: only new prompts, models and missing judge cells are judged; ratings,
     analyses and the report are recomputed only when their inputs changed. For schedules (see `serve`)."""
-    options = main_job_options(dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost,
-                               analyses, yes, by)
+    options = main_job_options(
+        dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost, analyses, yes, by
+    )
 
-    with cli_errors(*main_job_errors()):
+    with cli_errors(LookupError):
         summary = run_pipeline("refresh", options, db_option(db), wait)
     if summary.new_rate_run:  # read while the refresh held the warehouse: another run may write it now
         print_model_ratings(db, summary.rate_run_id)
@@ -145,10 +165,12 @@ def refresh(
 
 @cli_errors()
 def serve(
-    cron: str = typer.Option("0 3 * * *", "--cron", help="When to refresh (cron syntax, UTC), e.g. `0 3 * * *` "
-                             "for 03:00 every night."),
-    name: str = typer.Option("eqarena-refresh", "--name", help="Deployment name (trigger it with `prefect "
-                             "deployment run 'refresh/NAME'`)."),
+    cron: str = typer.Option(
+        "0 3 * * *", "--cron", help="When to refresh (cron syntax, UTC), e.g. `0 3 * * *` for 03:00 every night."
+    ),
+    name: str = typer.Option(
+        "eqarena-refresh", "--name", help="Deployment name (trigger it with `prefect deployment run 'refresh/NAME'`)."
+    ),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
     out: Path = OUT,
@@ -157,8 +179,9 @@ def serve(
     methods: Optional[str] = METHODS,
     bootstrap: int = BOOTSTRAP,
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Provider judge only: USD cap per run."),
-    analyses: str = typer.Option("clones,risk", "--analyses", help="Analyses of a new rate run (clones, risk "
-                                 "or none)."),
+    analyses: str = typer.Option(
+        "clones,risk", "--analyses", help="Analyses of a new rate run (clones, risk or none)."
+    ),
 ) -> None:
     """Serve `refresh` as a Prefect deployment on this machine: runs on the --cron schedule and whenever it
     is triggered from the Prefect UI or `prefect deployment run`; until stopped (Ctrl-C). Point
@@ -176,7 +199,14 @@ def serve(
             raise ValueError(f"--cron {cron!r} is not a cron expression (e.g. '0 3 * * *')") from None
     with cli_errors(TemporaryApiError):
         if ensure_prefect_api():
-            typer.echo("no PREFECT_API_URL: serving with a temporary Prefect API that stops with this command "
-                       "(start `prefect server start` and set PREFECT_API_URL to keep runs and a UI)", err=True)
-    refresh_flow.serve(name=name, cron=cron, parameters={"options": as_parameters(options), "db": db_option(db)},
-                       description=f"eqarena refresh of {dataset} by {judge}, scheduled '{cron}' (UTC)")
+            typer.echo(
+                "no PREFECT_API_URL: serving with a temporary Prefect API that stops with this command "
+                "(start `prefect server start` and set PREFECT_API_URL to keep runs and a UI)",
+                err=True,
+            )
+    refresh_flow.serve(
+        name=name,
+        cron=cron,
+        parameters={"options": as_parameters(options), "db": db_option(db)},
+        description=f"eqarena refresh of {dataset} by {judge}, scheduled '{cron}' (UTC)",
+    )

@@ -25,12 +25,10 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     """The answer first (eqarena/report/verdict.py), then a table of the run's models ordered by the
     headline method: its rating, 95% interval and P(top 1), and every method's rank (rating)."""
     from eqarena.methods import format_rating, label, ordered
-    from eqarena.report.verdict import verdict
-    from eqarena.warehouse.ratings import read_rating_table
-
     from eqarena.report.diagnosis import diagnose
     from eqarena.report.evidence import read_evidence
-    from eqarena.warehouse.ratings import read_run
+    from eqarena.report.verdict import verdict
+    from eqarena.warehouse.ratings import read_rating_table, read_run
 
     with closing(warehouse.connect(db, read_only=True)) as con:
         rows = read_rating_table(con, run_id)
@@ -38,8 +36,9 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     answer = verdict(rows)
     methods = ordered(rows["method"].unique().to_list())
     by = {(r["method"], r["action"]): r for r in rows.iter_rows(named=True)}
-    headline = [r["action"] for r in rows.filter(rows["method"] == answer.method).sort("rank", "action")
-                .iter_rows(named=True)]
+    headline = [
+        r["action"] for r in rows.filter(rows["method"] == answer.method).sort("rank", "action").iter_rows(named=True)
+    ]
     others = [m for m in methods if m != answer.method]
     caption = f"ordered by {label(answer.method)}; interval and P(top 1) over resampled prompts"
     if others:
@@ -54,12 +53,21 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
         table.add_column("ranks", justify="center", no_wrap=True)
     for model in headline:
         head = by[(answer.method, model)]
-        interval = (f"[{format_rating(answer.method, head['ci_lo'])}, {format_rating(answer.method, head['ci_hi'])}]"
-                    if head["ci_lo"] is not None and head["ci_hi"] is not None else "–")
+        interval = (
+            f"[{format_rating(answer.method, head['ci_lo'])}, {format_rating(answer.method, head['ci_hi'])}]"
+            if head["ci_lo"] is not None and head["ci_hi"] is not None
+            else "–"
+        )
         top1 = f"{head['p_top1']:.0%}" if head["p_top1"] is not None else "–"
         ranks = " / ".join(str(by[(m, model)]["rank"]) if (m, model) in by else "–" for m in others)
-        table.add_row(model, str(head["rank"]), format_rating(answer.method, head["rating"]), interval, top1,
-                      *([ranks] if others else []))
+        table.add_row(
+            model,
+            str(head["rank"]),
+            format_rating(answer.method, head["rating"]),
+            interval,
+            top1,
+            *([ranks] if others else []),
+        )
     for line in answer.lines:
         typer.echo(line)
     Console().print(table)
@@ -78,9 +86,14 @@ def print_group_ratings(db: Path | None, run_id: str) -> None:
     if found is None:
         return
     name = label(found.method) if found.method else "–"
-    table = Table(title=f"by {found.grouping}: {name} ranking of each {found.grouping} alone", box=box.SIMPLE_HEAD,
-                  pad_edge=False, show_edge=False, padding=0, caption="point ratings (no bootstrap); = ties, > ranks "
-                  "below; table category_ratings")
+    table = Table(
+        title=f"by {found.grouping}: {name} ranking of each {found.grouping} alone",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        padding=0,
+        caption="point ratings (no bootstrap); = ties, > ranks below; table category_ratings",
+    )
     table.add_column(found.grouping, no_wrap=True)
     table.add_column("prompts", justify="right")
     table.add_column("top", no_wrap=True)
@@ -108,13 +121,21 @@ def print_diagnosis(found) -> None:
     if found.advice:
         typer.echo(textwrap.fill(found.advice, width, initial_indent="  ", subsequent_indent="  "))
     if found.deciding:
-        typer.echo(f"  prompts deciding the {label(found.method)} (king's payoff against the rebel, -1 loss to "
-                   "+1 win; * imputed):")
+        typer.echo(
+            f"  prompts deciding the {label(found.method)} (king's payoff against the rebel, -1 loss to "
+            "+1 win; * imputed):"
+        )
         for prompt in found.deciding:
             cells = ", ".join(f"{k} vs {r} {u:+.2f}{'*' if imputed else ''}" for k, r, u, imputed in prompt.payoffs)
             text = f' "{shortened(prompt.text, 50)}"' if prompt.text else ""
-            typer.echo(textwrap.fill(f"{prompt.prompt_id} (mass {prompt.mass:.0%}){text}: {cells}", width,
-                                     initial_indent="    ", subsequent_indent="      "))
+            typer.echo(
+                textwrap.fill(
+                    f"{prompt.prompt_id} (mass {prompt.mass:.0%}){text}: {cells}",
+                    width,
+                    initial_indent="    ",
+                    subsequent_indent="      ",
+                )
+            )
 
 
 def print_changes(kind: str, summary) -> None:
@@ -131,18 +152,24 @@ def print_changes(kind: str, summary) -> None:
             keys = "; ".join("/".join(map(str, k)) for k in t.changed_keys)
             more = f" and {t.changed - len(t.changed_keys)} more" if t.changed > len(t.changed_keys) else ""
             typer.secho(f"{t.table}: {t.changed:,} changed, {action}: {keys}{more}", fg="yellow")
-    typer.echo(f"{summary.dataset}: {summary.new:,} new, {summary.unchanged:,} unchanged, "
-               f"{summary.changed:,} changed (run {summary.run_id})")
+    typer.echo(
+        f"{summary.dataset}: {summary.new:,} new, {summary.unchanged:,} unchanged, "
+        f"{summary.changed:,} changed (run {summary.run_id})"
+    )
 
 
 def print_plan(plan: PlanSummary) -> None:
     """Two lines: what the judge run covers, and what its missing calls cost."""
     cost = "unknown (no price; see --prices)" if plan.cost_usd is None else f"${plan.cost_usd:,.4f}"
-    typer.echo(f"{plan.judge} on {plan.dataset}: {plan.prompts} prompts x {len(plan.models)} models, template "
-               f"{plan.template} ({plan.template_hash}); {plan.done_samples:,} of {plan.wanted_samples:,} "
-               f"samples held, {plan.pending_samples:,} pending in batches")
-    typer.echo(f"plan: {plan.calls:,} calls in {plan.requests:,} requests, ~{plan.tokens_in:,} input + "
-               f"~{plan.tokens_out:,} output tokens, {cost}" + (" (batch price)" if plan.batch else ""))
+    typer.echo(
+        f"{plan.judge} on {plan.dataset}: {plan.prompts} prompts x {len(plan.models)} models, template "
+        f"{plan.template} ({plan.template_hash}); {plan.done_samples:,} of {plan.wanted_samples:,} "
+        f"samples held, {plan.pending_samples:,} pending in batches"
+    )
+    typer.echo(
+        f"plan: {plan.calls:,} calls in {plan.requests:,} requests, ~{plan.tokens_in:,} input + "
+        f"~{plan.tokens_out:,} output tokens, {cost}" + (" (batch price)" if plan.batch else "")
+    )
 
 
 def print_methods() -> None:

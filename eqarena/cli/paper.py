@@ -9,8 +9,9 @@ from rich.table import Table
 
 from eqarena.cli.help import TidyHelpGroup
 
-paper_app = typer.Typer(help="Reproduce the paper's worked examples.", no_args_is_help=True,
-                        rich_markup_mode="markdown", cls=TidyHelpGroup)
+paper_app = typer.Typer(
+    help="Reproduce the paper's worked examples.", no_args_is_help=True, rich_markup_mode="markdown", cls=TidyHelpGroup
+)
 
 
 @paper_app.command("toys")
@@ -27,19 +28,31 @@ def toys() -> None:
     for game in dict.fromkeys(r.game for r in rows):
         for cloned in (False, True):
             shown = [r for r in rows if r.game == game and r.cloned == cloned]
-            table = Table(title=f"{game}{' with a cloned action' if cloned else ''}", box=box.SIMPLE_HEAD,
-                          pad_edge=False, caption="row player; rating = deviation gain u(a, x_-i) - u(x)")
+            table = Table(
+                title=f"{game}{' with a cloned action' if cloned else ''}",
+                box=box.SIMPLE_HEAD,
+                pad_edge=False,
+                caption="row player; rating = deviation gain u(a, x_-i) - u(x)",
+            )
             for column in ("method", "action", "mass", "rating", "exploitability"):
-                table.add_column(column, justify="left" if column in ("method", "action") else "right",
-                                 no_wrap=True)
+                table.add_column(column, justify="left" if column in ("method", "action") else "right", no_wrap=True)
             for r in shown:
                 for k, (action, mass, rating) in enumerate(zip(r.actions, r.mass, r.rating)):
-                    table.add_row(r.method if k == 0 else "", action, f"{mass:.3f}", f"{_zero(rating):+.3f}",
-                                  f"{r.exploitability:.1e}" if k == 0 else "", end_section=k == len(r.actions) - 1)
+                    table.add_row(
+                        r.method if k == 0 else "",
+                        action,
+                        f"{mass:.3f}",
+                        f"{_zero(rating):+.3f}",
+                        f"{r.exploitability:.1e}" if k == 0 else "",
+                        end_section=k == len(r.actions) - 1,
+                    )
             console.print(table)
     for game in dict.fromkeys(c.game for c in checks):
-        parts = [f"{c.method} {'unchanged' if c.invariant else f'moved by {c.largest_change:.3f}'}"
-                 for c in checks if c.game == game]
+        parts = [
+            f"{c.method} {'unchanged' if c.invariant else f'moved by {c.largest_change:.3f}'}"
+            for c in checks
+            if c.game == game
+        ]
         typer.echo(f"clone invariance, {game}: " + "; ".join(parts))
 
 

@@ -15,12 +15,12 @@ from eqarena.cli.support import (
     CATEGORY_HELP,
     DATASET_HELP,
     DB_HELP,
-    WAIT,
     METHODS_HELP,
     MISSING_HELP,
     ORDERS_HELP,
     OUT_HELP,
     RUN_HELP,
+    WAIT,
     checked_dataset,
     cli_errors,
     db_option,
@@ -35,68 +35,125 @@ PROMPT_GROUPS_HELP = (
     "battle of the group, smoothed by a Bradley-Terry fit per group shrunk towards the global fit: all (one "
     "group), category, cluster, or a battle log's language, turn, tag (Chatbot Arena's category_tag). auto: "
     "per prompt, unless the judged cells are too sparse for that (a battle log: under 10% judged and over "
-    "20M cells), then the first of tag, category, language, cluster the dataset has, else all; it says which.")
+    "20M cells), then the first of tag, category, language, cluster the dataset has, else all; it says which."
+)
 BOOTSTRAP_TIME_HELP = (
     "Seconds the bootstrap's replicates may take (0: no limit). It says what the replicates will cost before "
-    "it starts, plans fewer when they would take longer, and stops at the limit with the replicates done.")
+    "it starts, plans fewer when they would take longer, and stops at the limit with the replicates done."
+)
 
 
-def rate_options(methods: Optional[str], missing: str, orders: str = "both", bootstrap: int = 200, seed: int = 0,
-                 judges: Optional[list[str]] = None, dataset: Optional[str] = None,
-                 settle: float = BootstrapOptions.settle, baseline: Optional[str] = None,
-                 style_control: bool = False, category: Optional[str] = None,
-                 by: Optional[str] = None, prompt_groups: str = RateOptions.prompt_groups.value,
-                 bootstrap_time: float = BootstrapOptions.time_limit,
-                 dask_address: Optional[str] = None) -> RateOptions:
+def rate_options(
+    methods: Optional[str],
+    missing: str,
+    orders: str = "both",
+    bootstrap: int = 200,
+    seed: int = 0,
+    judges: Optional[list[str]] = None,
+    dataset: Optional[str] = None,
+    settle: float = BootstrapOptions.settle,
+    baseline: Optional[str] = None,
+    style_control: bool = False,
+    category: Optional[str] = None,
+    by: Optional[str] = None,
+    prompt_groups: str = RateOptions.prompt_groups.value,
+    bootstrap_time: float = BootstrapOptions.time_limit,
+    dask_address: Optional[str] = None,
+) -> RateOptions:
     """RateOptions from the flags, checked before any work starts (one-line error, exit 1)."""
     from eqarena.methods import parse_methods
 
     with options_errors():
-        return RateOptions(dataset=dataset, judges=tuple(split_list(judges)),
-                           methods=parse_methods(methods) if methods else None, missing=missing, orders=orders,
-                           bootstrap=BootstrapOptions(replicates=bootstrap, seed=seed, settle=settle,
-                                                      time_limit=bootstrap_time, dask_address=dask_address),
-                           baseline=baseline, style_control=style_control, category=category, by=by,
-                           prompt_groups=prompt_groups)
+        return RateOptions(
+            dataset=dataset,
+            judges=tuple(split_list(judges)),
+            methods=parse_methods(methods) if methods else None,
+            missing=missing,
+            orders=orders,
+            bootstrap=BootstrapOptions(
+                replicates=bootstrap, seed=seed, settle=settle, time_limit=bootstrap_time, dask_address=dask_address
+            ),
+            baseline=baseline,
+            style_control=style_control,
+            category=category,
+            by=by,
+            prompt_groups=prompt_groups,
+        )
 
 
 @cli_errors()
 def rate(
-    judge: Optional[list[str]] = typer.Option(None, "--judge", "-j", help="Judge id(s) to pool, repeatable "
-                                              "(e.g. prd:gpt4; all-prd = the five PRD judges). Default: every "
-                                              "judge with judgments on the dataset."),
+    judge: Optional[list[str]] = typer.Option(
+        None,
+        "--judge",
+        "-j",
+        help="Judge id(s) to pool, repeatable "
+        "(e.g. prd:gpt4; all-prd = the five PRD judges). Default: every "
+        "judge with judgments on the dataset.",
+    ),
     methods: Optional[str] = typer.Option(None, "--methods", "-m", help=METHODS_HELP),
     dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
     missing: str = typer.Option("refuse", "--missing", help=MISSING_HELP),
     bootstrap: int = typer.Option(BootstrapOptions.replicates, "--bootstrap", min=0, help=BOOTSTRAP_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    settle: float = typer.Option(BootstrapOptions.settle, "--settle", min=0.0, help="Stop the equilibria's "
-                                 "bootstrap once no interval bound moved by more than this fraction of the "
-                                 "interval's width over 24 replicates (0: always --bootstrap replicates)."),
+    settle: float = typer.Option(
+        BootstrapOptions.settle,
+        "--settle",
+        min=0.0,
+        help="Stop the equilibria's "
+        "bootstrap once no interval bound moved by more than this fraction of the "
+        "interval's width over 24 replicates (0: always --bootstrap replicates).",
+    ),
     orders: str = typer.Option("both", "--orders", help=ORDERS_HELP),
-    baseline: Optional[str] = typer.Option(None, "--baseline", help="Rate by `winrate` against this model "
-                                           "(percent win rate, ties half). Default for winrate: the model in "
-                                           "the most judgments (an arena-hard-auto import's baseline)."),
-    style_control: bool = typer.Option(False, "--style-control", help="Also rate by `bt-style`: Bradley-Terry "
-                                       "with the answers' length and markdown counts as covariates (needs "
-                                       "the responses' texts); its style coefficients go in the run's parameters."),
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        help="Rate by `winrate` against this model "
+        "(percent win rate, ties half). Default for winrate: the model in "
+        "the most judgments (an arena-hard-auto import's baseline).",
+    ),
+    style_control: bool = typer.Option(
+        False,
+        "--style-control",
+        help="Also rate by `bt-style`: Bradley-Terry "
+        "with the answers' length and markdown counts as covariates (needs "
+        "the responses' texts); its style coefficients go in the run's parameters.",
+    ),
     category: Optional[str] = typer.Option(None, "--category", metavar="NAME", help=CATEGORY_HELP),
     by: Optional[str] = BY,
-    prompt_groups: PromptActions = typer.Option(RateOptions.prompt_groups, "--prompt-groups",
-                                                help=PROMPT_GROUPS_HELP),
-    bootstrap_time: float = typer.Option(BootstrapOptions.time_limit, "--bootstrap-time", min=0.0,
-                                         metavar="SECONDS", help=BOOTSTRAP_TIME_HELP),
-    dask_address: Optional[str] = typer.Option(None, "--dask-address", metavar="ADDRESS", help=(
-        "Solve the bootstrap's replicates on the Dask scheduler at ADDRESS (e.g. tcp://host:8786; its workers "
-        "need eqarena installed) instead of this machine's worker processes: the same replicates.")),
+    prompt_groups: PromptActions = typer.Option(RateOptions.prompt_groups, "--prompt-groups", help=PROMPT_GROUPS_HELP),
+    bootstrap_time: float = typer.Option(
+        BootstrapOptions.time_limit, "--bootstrap-time", min=0.0, metavar="SECONDS", help=BOOTSTRAP_TIME_HELP
+    ),
+    dask_address: Optional[str] = typer.Option(
+        None,
+        "--dask-address",
+        metavar="ADDRESS",
+        help=(
+            "Solve the bootstrap's replicates on the Dask scheduler at ADDRESS (e.g. tcp://host:8786; its workers "
+            "need eqarena installed) instead of this machine's worker processes: the same replicates."
+        ),
+    ),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
     """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
-    options = rate_options(methods, missing, orders, bootstrap, seed, judge, settle=settle, baseline=baseline,
-                           style_control=style_control, category=category, by=by,
-                           prompt_groups=prompt_groups.value, bootstrap_time=bootstrap_time,
-                           dask_address=dask_address)
+    options = rate_options(
+        methods,
+        missing,
+        orders,
+        bootstrap,
+        seed,
+        judge,
+        settle=settle,
+        baseline=baseline,
+        style_control=style_control,
+        category=category,
+        by=by,
+        prompt_groups=prompt_groups.value,
+        bootstrap_time=bootstrap_time,
+        dask_address=dask_address,
+    )
     options = replace(options, dataset=checked_dataset(dataset, db))
     from eqarena.runtime.worker_count import planned_bootstrap_workers
     from eqarena.runtime.worker_pool import workers_ahead
@@ -106,8 +163,10 @@ def rate(
 
         with cli_errors(IncompleteTensorError, LookupError):
             result = run_pipeline("rate", options, db_option(db))
-    typer.echo(f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
-               f"{result.dropped}")
+    typer.echo(
+        f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
+        f"{result.dropped}"
+    )
     print_model_ratings(db, result.run_id)
     for note in result.notes:
         typer.echo(note)

@@ -15,11 +15,14 @@ from rich.table import Table
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.output import warehouse_file
 from eqarena.cli.support import DB_HELP, cli_errors
-from eqarena.options import DEFAULT_OUT_DIR
-from eqarena.options import SETTINGS, PathSizes
+from eqarena.options import DEFAULT_OUT_DIR, SETTINGS, PathSizes
 
-simulate_app = typer.Typer(help="Simulate how rating methods steer model and prompt development.",
-                           no_args_is_help=True, rich_markup_mode="markdown", cls=TidyHelpGroup)
+simulate_app = typer.Typer(
+    help="Simulate how rating methods steer model and prompt development.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+    cls=TidyHelpGroup,
+)
 
 _SIZES = PathSizes()
 
@@ -47,14 +50,27 @@ def parse_settings(text: str) -> list[str]:
 @simulate_app.command("improvement-path")
 @cli_errors(ValueError)
 def improvement_path(
-    methods: str = typer.Option("elo,ne", "--methods", help="`elo` (Bradley-Terry on u_king; prompts by "
-                                "separability) and/or registry methods (`ne`, `cce`, ...; prompts and models "
-                                "by their equilibrium ratings)."),
-    trials: int = typer.Option(32, "--trials", min=1, help="Trials per method and setting (trial k is drawn with "
-                               "seed + k, the same draw for every method)."),
-    iterations: int = typer.Option(_SIZES.iterations, "--iterations", min=0, help="Models (and prompts) added per trial."),
-    settings: str = typer.Option("initial,additional", "--settings", help="`initial`: fixed initial prompts; "
-                                 "`additional`: a best-of-64 prompt is added every iteration."),
+    methods: str = typer.Option(
+        "elo,ne",
+        "--methods",
+        help="`elo` (Bradley-Terry on u_king; prompts by "
+        "separability) and/or registry methods (`ne`, `cce`, ...; prompts and models "
+        "by their equilibrium ratings).",
+    ),
+    trials: int = typer.Option(
+        32,
+        "--trials",
+        min=1,
+        help="Trials per method and setting (trial k is drawn with seed + k, the same draw for every method).",
+    ),
+    iterations: int = typer.Option(
+        _SIZES.iterations, "--iterations", min=0, help="Models (and prompts) added per trial."
+    ),
+    settings: str = typer.Option(
+        "initial,additional",
+        "--settings",
+        help="`initial`: fixed initial prompts; `additional`: a best-of-64 prompt is added every iteration.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of trial 0."),
     skills: int = typer.Option(_SIZES.skills, "--skills", min=2, help="K, the number of skills."),
     workers: int = typer.Option(min(2, os.cpu_count() or 1), "--workers", min=1, help="Worker processes."),
@@ -79,15 +95,20 @@ def improvement_path(
     sizes = replace(_SIZES, skills=skills, iterations=iterations)
     total = len(names) * len(kept) * trials
     with stage("improvement-path trials", total=total) as progress:
+
         def on_done(job, steps, finished):
             progress(finished)
             if not sys.stderr.isatty():
                 method, setting, trial = job
-                typer.echo(f"[{finished}/{total}] {method} {setting} trial {trial}: H(p̄) {steps[-1].prompt_entropy:.3f}, "
-                           f"H(m̄) {steps[-1].model_entropy:.3f}", err=True)
+                typer.echo(
+                    f"[{finished}/{total}] {method} {setting} trial {trial}: H(p̄) {steps[-1].prompt_entropy:.3f}, "
+                    f"H(m̄) {steps[-1].model_entropy:.3f}",
+                    err=True,
+                )
 
-        result = simulate_improvement_path(names, kept, sizes, trials, seed, None if db is None else str(db), out,
-                                           workers, on_done)
+        result = simulate_improvement_path(
+            names, kept, sizes, trials, seed, None if db is None else str(db), out, workers, on_done
+        )
     _print_summary(result)
     typer.echo(f"simulate run {result.run_id} ({result.seconds:.1f} s) written to {warehouse_file(db)}")
     typer.echo(f"HTML page: {result.page.resolve()}")
@@ -113,4 +134,8 @@ def _print_summary(result) -> None:
 
 
 def _fmt(i) -> str:
-    return f"{i.mean:+.3f} [{i.lo:+.3f}, {i.hi:+.3f}]" if i.mean < 0 or i.lo < 0 else f"{i.mean:.3f} [{i.lo:.3f}, {i.hi:.3f}]"
+    return (
+        f"{i.mean:+.3f} [{i.lo:+.3f}, {i.hi:+.3f}]"
+        if i.mean < 0 or i.lo < 0
+        else f"{i.mean:.3f} [{i.lo:.3f}, {i.hi:.3f}]"
+    )

@@ -37,8 +37,11 @@ def status(
         found = warehouse_status(con)
         runs = recent_runs(con)
     if as_json:
-        unfinished = [{"run_id": r.run_id, "kind": r.kind, "status": r.status} for r in runs
-                      if r.status in ("running", "abandoned")]
+        unfinished = [
+            {"run_id": r.run_id, "kind": r.kind, "status": r.status}
+            for r in runs
+            if r.status in ("running", "abandoned")
+        ]
         typer.echo(json.dumps({**found.as_json(), "unfinished_runs": unfinished}))
         return
     from rich.console import Console
@@ -50,15 +53,22 @@ def status(
         totals.add_column(column, justify="left" if column == "dataset" else "right")
     for d in found.datasets:
         totals.add_row(d.dataset, f"{d.prompts:,}", f"{d.models:,}", f"{d.responses:,}", f"{d.judgments:,}")
-    totals.add_row("all", f"{found.prompts:,}", f"{found.models:,}", f"{found.responses:,}",
-                   f"{sum(j.judgments for j in found.judges):,}", style="bold")
+    totals.add_row(
+        "all",
+        f"{found.prompts:,}",
+        f"{found.models:,}",
+        f"{found.responses:,}",
+        f"{sum(j.judgments for j in found.judges):,}",
+        style="bold",
+    )
     console.print(totals)
     judges = Table(title="judges")
     for column in ("judge", "judgments", "ok", "complete cells", "coverage"):
         judges.add_column(column, justify="left" if column == "judge" else "right")
     for j in found.judges:
-        judges.add_row(j.judge, f"{j.judgments:,}", f"{j.ok:,}", f"{j.complete_cells:,} / {j.cells:,}",
-                       f"{j.coverage:.1%}")
+        judges.add_row(
+            j.judge, f"{j.judgments:,}", f"{j.ok:,}", f"{j.complete_cells:,} / {j.cells:,}", f"{j.coverage:.1%}"
+        )
     console.print(judges if found.judges else "no judgments yet")
     if runs:
         table = Table(title="runs (latest, and any unfinished)")
@@ -95,8 +105,10 @@ def _raise_on_damage(checks, path: Path) -> None:
     damaged = [c for c in checks if not c.ok]
     if damaged:
         names = ", ".join(c.table for c in damaged)
-        raise WarehouseUnusableError(f"{path} is damaged: {len(damaged)} of {len(checks)} tables cannot be read "
-                                     f"({names}); first error: {damaged[0].error}")
+        raise WarehouseUnusableError(
+            f"{path} is damaged: {len(damaged)} of {len(checks)} tables cannot be read "
+            f"({names}); first error: {damaged[0].error}"
+        )
 
 
 def _short(message: str | None, limit: int = 80) -> str:

@@ -8,31 +8,27 @@ import traceback
 from contextlib import contextmanager
 from typing import Iterator
 
+import duckdb
 import typer
 
-import duckdb
-
-from eqarena.datasets.records import DatasetError
-from eqarena.exceptions import exception_chain
+from eqarena.exceptions import EqarenaError, exception_chain
 from eqarena.messages import bounded
-from eqarena.report.directory import ReportDirError
 from eqarena.warehouse.connection import (
     DEFAULT_LOCK_WAIT_S,
     WAIT_ENV_VAR,
-    WarehouseInUseError,
-    WarehouseUnusableError,
     unusable_warehouse,
 )
 
 DB_HELP = "DuckDB warehouse file (default: $EQARENA_DB, else eqarena.duckdb)."
-WAIT_HELP = (f"Seconds to wait while another process holds the warehouse (a reader, or another run writing) "
-             f"before giving up (default: ${WAIT_ENV_VAR}, else {DEFAULT_LOCK_WAIT_S:g}). Work is computed "
-             f"first; only the final write waits.")
+WAIT_HELP = (
+    f"Seconds to wait while another process holds the warehouse (a reader, or another run writing) "
+    f"before giving up (default: ${WAIT_ENV_VAR}, else {DEFAULT_LOCK_WAIT_S:g}). Work is computed "
+    f"first; only the final write waits."
+)
 
-# Errors a user can fix (bad input; a busy, missing, damaged or unusable database; a report directory
-# that cannot be written): shown as one line on stderr, exit 1.
-KNOWN_ERRORS: tuple[type[BaseException], ...] = (WarehouseInUseError, WarehouseUnusableError, DatasetError,
-                                                 FileNotFoundError, ReportDirError)
+# Errors a user can fix (every EqarenaError: bad input, a busy, damaged or unusable database, a report
+# directory that cannot be written, ...; and a missing file): shown as one line on stderr, exit 1.
+KNOWN_ERRORS: tuple[type[BaseException], ...] = (EqarenaError, FileNotFoundError)
 
 
 @contextmanager
@@ -84,7 +80,6 @@ def release_frames(exc: BaseException) -> None:
     gc.collect()
 
 
-
 @contextmanager
 def quiet_prefect() -> Iterator[None]:
     """Run flows from the command line: Prefect's console output kept off the terminal
@@ -130,27 +125,41 @@ def run_pipeline(name: str, *args):
 
 
 DATASET_HELP = "Dataset name in the warehouse (default: its only dataset, if it holds exactly one)."
-SOURCE_HELP = ("A bundled dataset (vicuna80, arena-hard-v0.1) or a directory: arena-hard layout (question.jsonl + "
-               "model_answer/*.jsonl, new or old layout) or a bundle (dataset.json).")
-METHODS_HELP = ("Comma-separated names of the method registry (`eqarena methods` lists them): bt (Bradley-Terry), "
-                "ne, cce (affinity-entropy selected NE / CCE), ne-shannon, cce-shannon (uniform target). "
-                "Default: its default methods.")
-MISSING_HELP = ("What to do with an incomplete tensor: refuse (default), drop-prompts (drop prompts with a missing "
-                "cell), drop-models (drop the models in most missing cells until complete) or impute (fill each "
-                "missing cell with the pair's prompt-wise Bradley-Terry prediction; the report shows how much of "
-                "each rating rests on imputed cells).")
-BOOTSTRAP_HELP = ("Bootstrap resamples, at most (seeded by --seed): Bradley-Terry intervals and, for every "
-                  "equilibrium method, rating intervals and rank / top-1 / top-3 probabilities over prompts and "
-                  "over judge samples (tables rating_intervals, rank_probabilities); the equilibria's stop "
-                  "earlier once their intervals settle (rate --settle); 0 turns them off.")
-ORDERS_HELP = ("both: a (prompt, pair) cell needs judgments with each model shown first (position balance); any: "
-               "one order is enough (battle logs, whose positions were randomised).")
-CATEGORY_HELP = ("Rate only the prompts of this category (table prompts): a normal rate run of those prompts, "
-                 "the category stored with it.")
-BY_HELP = ("category or cluster: after the usual run, rate each category (or cluster) of the prompts on its "
-           "own by the same methods and --missing policy: point ratings, no per-category bootstrap or "
-           "intervals (rate --category NAME gives one category's). Categories under 2 prompts, or whose "
-           "tensor --missing refuses, are skipped with the reason. Table category_ratings.")
+SOURCE_HELP = (
+    "A bundled dataset (vicuna80, arena-hard-v0.1) or a directory: arena-hard layout (question.jsonl + "
+    "model_answer/*.jsonl, new or old layout) or a bundle (dataset.json)."
+)
+METHODS_HELP = (
+    "Comma-separated names of the method registry (`eqarena methods` lists them): bt (Bradley-Terry), "
+    "ne, cce (affinity-entropy selected NE / CCE), ne-shannon, cce-shannon (uniform target). "
+    "Default: its default methods."
+)
+MISSING_HELP = (
+    "What to do with an incomplete tensor: refuse (default), drop-prompts (drop prompts with a missing "
+    "cell), drop-models (drop the models in most missing cells until complete) or impute (fill each "
+    "missing cell with the pair's prompt-wise Bradley-Terry prediction; the report shows how much of "
+    "each rating rests on imputed cells)."
+)
+BOOTSTRAP_HELP = (
+    "Bootstrap resamples, at most (seeded by --seed): Bradley-Terry intervals and, for every "
+    "equilibrium method, rating intervals and rank / top-1 / top-3 probabilities over prompts and "
+    "over judge samples (tables rating_intervals, rank_probabilities); the equilibria's stop "
+    "earlier once their intervals settle (rate --settle); 0 turns them off."
+)
+ORDERS_HELP = (
+    "both: a (prompt, pair) cell needs judgments with each model shown first (position balance); any: "
+    "one order is enough (battle logs, whose positions were randomised)."
+)
+CATEGORY_HELP = (
+    "Rate only the prompts of this category (table prompts): a normal rate run of those prompts, "
+    "the category stored with it."
+)
+BY_HELP = (
+    "category or cluster: after the usual run, rate each category (or cluster) of the prompts on its "
+    "own by the same methods and --missing policy: point ratings, no per-category bootstrap or "
+    "intervals (rate --category NAME gives one category's). Categories under 2 prompts, or whose "
+    "tensor --missing refuses, are skipped with the reason. Table category_ratings."
+)
 BY = typer.Option(None, "--by", metavar="GROUPING", help=BY_HELP)
 RUN_HELP = "Rate run id (default: the latest finished one)."
 OUT_HELP = "Directory of the HTML report."

@@ -45,8 +45,7 @@ def read_arena_hard(directory: Path, name: str, progress: Progress | None = None
     prompts = read_questions(question_file, progress)
     known = {p.prompt_id for p in prompts}
     batches = [read_answers(path, known, question_file, progress) for path in answer_files]
-    return Dataset(name=name, source=str(directory), prompts=prompts,
-                   responses=merge_responses(name, batches))
+    return Dataset(name=name, source=str(directory), prompts=prompts, responses=merge_responses(name, batches))
 
 
 def read_questions(path: Path, progress: Progress | None = None) -> tuple[Prompt, ...]:
@@ -61,8 +60,14 @@ def read_questions(path: Path, progress: Progress | None = None) -> tuple[Prompt
         else:
             prompt_id, text = line.get_id("question_id"), line.get("turns", 0, "content")
         check_unique(seen, prompt_id, line, f"prompt {prompt_id!r}")
-        prompts.append(Prompt(prompt_id=prompt_id, text=text, category=line.get("category", required=False),
-                              cluster=line.get("cluster", required=False)))
+        prompts.append(
+            Prompt(
+                prompt_id=prompt_id,
+                text=text,
+                category=line.get("category", required=False),
+                cluster=line.get("cluster", required=False),
+            )
+        )
     if not prompts:
         raise DatasetError(f"{path}: no prompts")
     return tuple(prompts)

@@ -44,7 +44,9 @@ PRD_SCORES = {1: ("A>B", 1.0), 2: ("B>A", -1.0), 3: ("A=B", 0.0)}
 # The duplicate gpt35 run is named answer-gpt35-vs-answer-gpt4-... (hyphens) and does not match.
 _PRD_RATING_FILE = re.compile(
     r"^answer_(?P<a>{m})-vs-answer_(?P<b>{m})-(?P<judge>{j})-reviewer(?:[_-]threeclass)?\.jsonl$".format(
-        m="|".join(map(re.escape, PRD_MODELS)), j="|".join(map(re.escape, PRD_JUDGES))))
+        m="|".join(map(re.escape, PRD_MODELS)), j="|".join(map(re.escape, PRD_JUDGES))
+    )
+)
 
 PRD_PROVENANCE = """# vicuna80 — provenance
 
@@ -97,16 +99,21 @@ def build_vicuna80(prd: Path, out: Path) -> Dataset:
 
     prompts, seen = [], {}
     for line in read_jsonl(prd / "prompts" / "vicuna_questions.jsonl"):
-        prompt = Prompt(prompt_id=line.get_id("question_id"), text=line.get("text"),
-                        category=line.get("category", required=False))
+        prompt = Prompt(
+            prompt_id=line.get_id("question_id"), text=line.get("text"), category=line.get("category", required=False)
+        )
         check_unique(seen, prompt.prompt_id, line, f"question {prompt.prompt_id}")
         prompts.append(prompt)
 
     responses, answer_of = [], {}
     for model in PRD_MODELS:
         for line in read_jsonl(prd / "generations" / f"answer_{model}.jsonl"):
-            response = Response(prompt_id=line.get_id("question_id"), model_id=model, text=line.get("text"),
-                                response_id=line.get_id("answer_id"))
+            response = Response(
+                prompt_id=line.get_id("question_id"),
+                model_id=model,
+                text=line.get("text"),
+                response_id=line.get_id("answer_id"),
+            )
             if response.prompt_id not in seen:
                 raise line.error(f"answer for unknown question {response.prompt_id}")
             answer_of[response.response_id] = (model, response.prompt_id)
@@ -122,12 +129,18 @@ def build_vicuna80(prd: Path, out: Path) -> Dataset:
                 raise DatasetError(f"{path}: judge {match['judge']!r} in the name of a ratings-{judge} file")
             for line in read_jsonl(path):
                 judgments.append(_prd_judgment(line, judge, match["a"], match["b"], template, answer_of, keys))
-    return Dataset(name="vicuna80", source=str(prd), prompts=tuple(prompts), responses=tuple(responses),
-                   judgments=judgment_frame(judgments))
+    return Dataset(
+        name="vicuna80",
+        source=str(prd),
+        prompts=tuple(prompts),
+        responses=tuple(responses),
+        judgments=judgment_frame(judgments),
+    )
 
 
-def _prd_judgment(line: Line, judge: str, model_a: str, model_b: str, template: str,
-                  answer_of: dict, keys: dict) -> RecordedJudgment:
+def _prd_judgment(
+    line: Line, judge: str, model_a: str, model_b: str, template: str, answer_of: dict, keys: dict
+) -> RecordedJudgment:
     prompt_id = line.get_id("question_id")
     for field, model in (("answer1_id", model_a), ("answer2_id", model_b)):
         if answer_of.get(line.get_id(field)) != (model, prompt_id):
@@ -137,9 +150,17 @@ def _prd_judgment(line: Line, judge: str, model_a: str, model_b: str, template: 
         raise line.error(f"field score must be 1, 2 or 3, got {score}")
     check_unique(keys, (judge, prompt_id, model_a, model_b), line, "rating of this pair and question")
     verdict, value = PRD_SCORES[score]
-    return RecordedJudgment(judge=f"prd:{judge}", template_hash=template, prompt_id=prompt_id,
-                            model_a=model_a, model_b=model_b, sample_index=0, verdict=verdict,
-                            score=value, raw_text=line.get("text"))
+    return RecordedJudgment(
+        judge=f"prd:{judge}",
+        template_hash=template,
+        prompt_id=prompt_id,
+        model_a=model_a,
+        model_b=model_b,
+        sample_index=0,
+        verdict=verdict,
+        score=value,
+        raw_text=line.get("text"),
+    )
 
 
 def build_arena_hard(arena: Path, out: Path) -> Dataset:
@@ -163,17 +184,30 @@ def build(data: Path, out: Path) -> list[Path]:
     """Build both bundled datasets from `data` into `out`; returns the files written."""
     written = []
     vicuna = build_vicuna80(data / "prd_vicuna80", out / "vicuna80")
-    written += write_bundle(out / "vicuna80", vicuna, Manifest(
-        name="vicuna80",
-        description="PRD Vicuna-80: 80 questions, answers of 5 models, three-class ratings of all 20 "
-                    "ordered model pairs by 5 LLM judges",
-        licence="LICENSE.PRD-MIT.txt", provenance="PROVENANCE.md",
-        templates={PRD_TEMPLATE_ID: PRD_TEMPLATE_FILE}))
+    written += write_bundle(
+        out / "vicuna80",
+        vicuna,
+        Manifest(
+            name="vicuna80",
+            description="PRD Vicuna-80: 80 questions, answers of 5 models, three-class ratings of all 20 "
+            "ordered model pairs by 5 LLM judges",
+            licence="LICENSE.PRD-MIT.txt",
+            provenance="PROVENANCE.md",
+            templates={PRD_TEMPLATE_ID: PRD_TEMPLATE_FILE},
+        ),
+    )
     arena = build_arena_hard(data / "arena_hard_v0.1", out / "arena-hard-v0.1")
-    written += write_bundle(out / "arena-hard-v0.1", arena, Manifest(
-        name="arena-hard-v0.1",
-        description="arena-hard-v0.1: 500 prompts and the answers of 8 models",
-        licence="LICENSE.arena-hard-auto-Apache-2.0.txt", provenance="PROVENANCE.md", templates={}))
+    written += write_bundle(
+        out / "arena-hard-v0.1",
+        arena,
+        Manifest(
+            name="arena-hard-v0.1",
+            description="arena-hard-v0.1: 500 prompts and the answers of 8 models",
+            licence="LICENSE.arena-hard-auto-Apache-2.0.txt",
+            provenance="PROVENANCE.md",
+            templates={},
+        ),
+    )
     return written
 
 
@@ -191,8 +225,12 @@ def build_from(data: Path, out: Path) -> list[Path]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, required=True,
-                        help="folder with prd_vicuna80/ and arena_hard_v0.1/, or a .tar.xz archive of one")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        required=True,
+        help="folder with prd_vicuna80/ and arena_hard_v0.1/, or a .tar.xz archive of one",
+    )
     parser.add_argument("--out", type=Path, default=SEEDS_DIR, help="where the seed folders are written")
     args = parser.parse_args()
     try:

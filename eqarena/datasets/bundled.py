@@ -28,8 +28,8 @@ from eqarena.datasets.records import (
     RecordedJudgment,
     Response,
     check_unique,
-    judgment_frame,
     json_error,
+    judgment_frame,
     read_jsonl,
 )
 
@@ -76,10 +76,13 @@ def read_manifest(directory: Path) -> Manifest:
         raise DatasetError(f"{path}:{exc.lineno}: malformed JSON ({json_error(exc)})") from None
     line = Line(path, 1, data if isinstance(data, dict) else {})
     templates = line.get("templates", kind=dict, required=False) or {}
-    return Manifest(name=line.get("name"), description=line.get("description", required=False) or "",
-                    licence=line.get("licence", required=False) or "",
-                    provenance=line.get("provenance", required=False) or "",
-                    templates={str(k): str(v) for k, v in templates.items()})
+    return Manifest(
+        name=line.get("name"),
+        description=line.get("description", required=False) or "",
+        licence=line.get("licence", required=False) or "",
+        provenance=line.get("provenance", required=False) or "",
+        templates={str(k): str(v) for k, v in templates.items()},
+    )
 
 
 def template_hash(path: Path) -> str:
@@ -100,8 +103,12 @@ def read_bundle(directory: Path, name: str | None = None, progress: Progress | N
     prompts: list[Prompt] = []
     seen_prompts: dict[str, Line] = {}
     for line in read_jsonl(directory / PROMPTS_FILE, progress):
-        prompt = Prompt(prompt_id=line.get_id("prompt_id"), text=line.get("text"),
-                        category=line.get("category", required=False), cluster=line.get("cluster", required=False))
+        prompt = Prompt(
+            prompt_id=line.get_id("prompt_id"),
+            text=line.get("text"),
+            category=line.get("category", required=False),
+            cluster=line.get("cluster", required=False),
+        )
         check_unique(seen_prompts, prompt.prompt_id, line, f"prompt {prompt.prompt_id!r}")
         prompts.append(prompt)
 
@@ -110,11 +117,19 @@ def read_bundle(directory: Path, name: str | None = None, progress: Progress | N
     responses_file = directory / RESPONSES_FILE
     if responses_file.is_file():
         for line in read_jsonl(responses_file, progress):
-            response = Response(prompt_id=line.get_id("prompt_id"), model_id=line.get("model_id"),
-                                text=line.get("text"), response_id=line.get_id("response_id", required=False))
+            response = Response(
+                prompt_id=line.get_id("prompt_id"),
+                model_id=line.get("model_id"),
+                text=line.get("text"),
+                response_id=line.get_id("response_id", required=False),
+            )
             _check_prompt(line, response.prompt_id, seen_prompts)
-            check_unique(seen_responses, (response.prompt_id, response.model_id), line,
-                         f"answer of model {response.model_id!r} to prompt {response.prompt_id!r}")
+            check_unique(
+                seen_responses,
+                (response.prompt_id, response.model_id),
+                line,
+                f"answer of model {response.model_id!r} to prompt {response.prompt_id!r}",
+            )
             responses.append(response)
 
     judgments: list[RecordedJudgment] = []
@@ -126,19 +141,35 @@ def read_bundle(directory: Path, name: str | None = None, progress: Progress | N
             if template_id not in hashes:
                 raise line.error(f"unknown template {template_id!r} (not in {MANIFEST})")
             judgment = RecordedJudgment(
-                judge=line.get("judge"), template_hash=hashes[template_id], prompt_id=line.get_id("prompt_id"),
-                model_a=line.get("model_a"), model_b=line.get("model_b"),
-                sample_index=line.get("sample_index", kind=int), verdict=line.get("verdict"),
-                score=line.get("score", kind=float), raw_text=line.get("raw_text", required=False),
+                judge=line.get("judge"),
+                template_hash=hashes[template_id],
+                prompt_id=line.get_id("prompt_id"),
+                model_a=line.get("model_a"),
+                model_b=line.get("model_b"),
+                sample_index=line.get("sample_index", kind=int),
+                verdict=line.get("verdict"),
+                score=line.get("score", kind=float),
+                raw_text=line.get("raw_text", required=False),
             )
             _check_judgment(line, judgment, seen_prompts, seen_responses)
-            key = (judgment.judge, template_id, judgment.prompt_id, judgment.model_a, judgment.model_b,
-                   judgment.sample_index)
+            key = (
+                judgment.judge,
+                template_id,
+                judgment.prompt_id,
+                judgment.model_a,
+                judgment.model_b,
+                judgment.sample_index,
+            )
             check_unique(seen_judgments, key, line, "judgment " + "/".join(map(str, key)))
             judgments.append(judgment)
 
-    return Dataset(name=name, source=str(directory), prompts=tuple(prompts), responses=tuple(responses),
-                   judgments=judgment_frame(judgments))
+    return Dataset(
+        name=name,
+        source=str(directory),
+        prompts=tuple(prompts),
+        responses=tuple(responses),
+        judgments=judgment_frame(judgments),
+    )
 
 
 def _check_prompt(line: Line, prompt_id: str, prompts: dict[str, Line]) -> None:
@@ -166,22 +197,53 @@ def write_bundle(directory: Path, dataset: Dataset, manifest: Manifest) -> list[
     """
     directory.mkdir(parents=True, exist_ok=True)
     template_ids = {template_hash(directory / f): t for t, f in manifest.templates.items()}
-    body = {"name": manifest.name, "description": manifest.description, "licence": manifest.licence,
-            "provenance": manifest.provenance, "templates": manifest.templates}
+    body = {
+        "name": manifest.name,
+        "description": manifest.description,
+        "licence": manifest.licence,
+        "provenance": manifest.provenance,
+        "templates": manifest.templates,
+    }
     (directory / MANIFEST).write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     written = [directory / MANIFEST]
-    written.append(_write_gz(directory / PROMPTS_FILE, (
-        {"prompt_id": p.prompt_id, "text": p.text, "category": p.category, "cluster": p.cluster}
-        for p in dataset.prompts)))
-    written.append(_write_gz(directory / RESPONSES_FILE, (
-        {"prompt_id": r.prompt_id, "model_id": r.model_id, "text": r.text, "response_id": r.response_id}
-        for r in dataset.responses)))
+    written.append(
+        _write_gz(
+            directory / PROMPTS_FILE,
+            (
+                {"prompt_id": p.prompt_id, "text": p.text, "category": p.category, "cluster": p.cluster}
+                for p in dataset.prompts
+            ),
+        )
+    )
+    written.append(
+        _write_gz(
+            directory / RESPONSES_FILE,
+            (
+                {"prompt_id": r.prompt_id, "model_id": r.model_id, "text": r.text, "response_id": r.response_id}
+                for r in dataset.responses
+            ),
+        )
+    )
     if dataset.judgments.height:
-        written.append(_write_gz(directory / JUDGMENTS_FILE, (
-            {"judge": j["judge"], "template": template_ids[j["template_hash"]], "prompt_id": j["prompt_id"],
-             "model_a": j["model_a"], "model_b": j["model_b"], "sample_index": j["sample_index"],
-             "verdict": j["verdict"], "score": j["score"], "raw_text": j["raw_text"]}
-            for j in dataset.judgments.iter_rows(named=True))))
+        written.append(
+            _write_gz(
+                directory / JUDGMENTS_FILE,
+                (
+                    {
+                        "judge": j["judge"],
+                        "template": template_ids[j["template_hash"]],
+                        "prompt_id": j["prompt_id"],
+                        "model_a": j["model_a"],
+                        "model_b": j["model_b"],
+                        "sample_index": j["sample_index"],
+                        "verdict": j["verdict"],
+                        "score": j["score"],
+                        "raw_text": j["raw_text"],
+                    }
+                    for j in dataset.judgments.iter_rows(named=True)
+                ),
+            )
+        )
     return written
 
 

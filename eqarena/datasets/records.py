@@ -21,12 +21,14 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 import polars as pl
 
+from eqarena.exceptions import EqarenaError
+
 Progress = Callable[[int], None]  # called with the number of (file) bytes consumed since the last call
 
 _FAMILY = re.compile(r"[A-Za-z]+")
 
 
-class DatasetError(ValueError):
+class DatasetError(EqarenaError, ValueError):
     """An input file is malformed or inconsistent; the message names `file:line` and the field."""
 
 
@@ -67,19 +69,45 @@ class RecordedJudgment:
 
 
 # One row per recorded judgment; score is model_a's (assistant A's), None unless status is 'ok'.
-JUDGMENT_SCHEMA = {"judge": pl.Utf8, "template_hash": pl.Utf8, "prompt_id": pl.Utf8, "model_a": pl.Utf8,
-                   "model_b": pl.Utf8, "sample_index": pl.Int64, "status": pl.Utf8, "verdict": pl.Utf8,
-                   "score": pl.Float64, "raw_text": pl.Utf8}
+JUDGMENT_SCHEMA = {
+    "judge": pl.Utf8,
+    "template_hash": pl.Utf8,
+    "prompt_id": pl.Utf8,
+    "model_a": pl.Utf8,
+    "model_b": pl.Utf8,
+    "sample_index": pl.Int64,
+    "status": pl.Utf8,
+    "verdict": pl.Utf8,
+    "score": pl.Float64,
+    "raw_text": pl.Utf8,
+}
 # One row per (judge, prompt, model) score of a score table, with the rule that turns two scores into a
 # payoff (`payoff`: clip-diff or sign, `scale`) named by template_hash (importers/scores.py).
-SCORE_SCHEMA = {"judge": pl.Utf8, "template_hash": pl.Utf8, "prompt_id": pl.Utf8, "model_id": pl.Utf8,
-                "score": pl.Float64, "payoff": pl.Utf8, "scale": pl.Float64}
+SCORE_SCHEMA = {
+    "judge": pl.Utf8,
+    "template_hash": pl.Utf8,
+    "prompt_id": pl.Utf8,
+    "model_id": pl.Utf8,
+    "score": pl.Float64,
+    "payoff": pl.Utf8,
+    "scale": pl.Float64,
+}
 
 
 def judgment_frame(records: Iterable[RecordedJudgment] = ()) -> pl.DataFrame:
     """Recorded judgments as a frame of JUDGMENT_SCHEMA (for sources read record by record)."""
-    order = ("judge", "template_hash", "prompt_id", "model_a", "model_b", "sample_index", "verdict", "score",
-             "raw_text", "status")
+    order = (
+        "judge",
+        "template_hash",
+        "prompt_id",
+        "model_a",
+        "model_b",
+        "sample_index",
+        "verdict",
+        "score",
+        "raw_text",
+        "status",
+    )
     row = attrgetter(*order)  # dataclasses.astuple deep-copies every field: 20x slower
     frame = pl.DataFrame([row(r) for r in records], schema={c: JUDGMENT_SCHEMA[c] for c in order}, orient="row")
     return frame.select(list(JUDGMENT_SCHEMA))
@@ -197,8 +225,10 @@ class Line:
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
         if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            raise self.error(f"field {field_name(steps)} must be {_KIND_NAMES.get(kind, 'a string or an integer')}, "
-                             f"got {type(value).__name__}")
+            raise self.error(
+                f"field {field_name(steps)} must be {_KIND_NAMES.get(kind, 'a string or an integer')}, "
+                f"got {type(value).__name__}"
+            )
         return value
 
     def get_id(self, *steps: str | int, required: bool = True) -> str | None:

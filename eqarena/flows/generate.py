@@ -27,11 +27,17 @@ def generate_flow(options: GenerateOptions, db: str | None = None, progress: boo
     with GenerateSession(db, options, setup) as session:
         plan = session.plan()
         if not plan.requests and not session.open_batch_jobs():
-            return GenerateOutcome(setup.model_id, None, plan.summary(), plan.summary(),
-                                   message=f"nothing to do: {setup.model_id} has answered every chosen prompt")
+            return GenerateOutcome(
+                setup.model_id,
+                None,
+                plan.summary(),
+                plan.summary(),
+                message=f"nothing to do: {setup.model_id} has answered every chosen prompt",
+            )
         parameters = as_parameters(options)
-        parameters.update(dataset=session.dataset, model_id=setup.model_id, generator=setup.generator,
-                          prompts=len(plan.prompts))
+        parameters.update(
+            dataset=session.dataset, model_id=setup.model_id, generator=setup.generator, prompts=len(plan.prompts)
+        )
         provider = session.provider()
         log = RunLog(db, "generate", parameters, start=False)
         session.register_model()
@@ -51,5 +57,6 @@ def generate_flow(options: GenerateOptions, db: str | None = None, progress: boo
             log.timings["generate"] = stats.seconds
             status = "interrupted" if isinstance(failure, KeyboardInterrupt) else "failed" if failure else "ok"
             session.record(log.record(status, message=message))
-        return GenerateOutcome(setup.model_id, log.run_id, plan.summary(), left.summary(), stats,
-                               budget.spent_usd, stopped_by, message)
+        return GenerateOutcome(
+            setup.model_id, log.run_id, plan.summary(), left.summary(), stats, budget.spent_usd, stopped_by, message
+        )

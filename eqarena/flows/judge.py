@@ -10,9 +10,9 @@ process keeps dispatching, rate-limiting and writing them (eqarena/judge/dask_ca
 
 from prefect import flow
 
-from eqarena.llm.budget import Budget
 from eqarena.judge.runner import RunStats
 from eqarena.judge.setup import JudgeOutcome, prepare_judge
+from eqarena.llm.budget import Budget
 from eqarena.options import JudgeOptions, as_parameters
 from eqarena.orchestration.runtime import judge_run_name
 from eqarena.tasks.judge import JudgeSession, judge_message
@@ -29,12 +29,21 @@ def judge_flow(options: JudgeOptions, db: str | None = None, progress: bool = Tr
     with JudgeSession(db, options, setup) as session:
         plan = session.plan()
         if plan.samples == 0 and not session.open_batch_jobs():
-            return JudgeOutcome(setup.spec.judge_id, None, plan.summary(), plan.summary(),
-                                message="nothing to do: every planned cell is judged")
+            return JudgeOutcome(
+                setup.spec.judge_id,
+                None,
+                plan.summary(),
+                plan.summary(),
+                message="nothing to do: every planned cell is judged",
+            )
         parameters = as_parameters(options)
-        parameters.update(dataset=session.inputs.dataset, models=list(session.inputs.models),
-                          prompts=len(session.inputs.prompts), template_hash=setup.template.hash,
-                          multi_sample=setup.multi_sample)
+        parameters.update(
+            dataset=session.inputs.dataset,
+            models=list(session.inputs.models),
+            prompts=len(session.inputs.prompts),
+            template_hash=setup.template.hash,
+            multi_sample=setup.multi_sample,
+        )
         log = RunLog(db, "judge", parameters, start=False)
         session.record(log.run)
         budget = Budget(max_cost_usd=options.caps.max_cost, max_samples=options.caps.max_calls)
@@ -53,5 +62,14 @@ def judge_flow(options: JudgeOptions, db: str | None = None, progress: bool = Tr
             log.timings["judge"] = stats.seconds
             status = "interrupted" if isinstance(failure, KeyboardInterrupt) else "failed" if failure else "ok"
             session.record(log.record(status, data_fingerprint=setup.template.hash, message=message))
-        return JudgeOutcome(setup.spec.judge_id, log.run_id, plan.summary(), left.summary(),
-                            stats, budget.spent_usd, stopped_by, jobs, message)
+        return JudgeOutcome(
+            setup.spec.judge_id,
+            log.run_id,
+            plan.summary(),
+            left.summary(),
+            stats,
+            budget.spent_usd,
+            stopped_by,
+            jobs,
+            message,
+        )

@@ -1,7 +1,7 @@
 """Flow `judge-adaptive` (`eqarena judge --adaptive`): judge only the cells that matter for the NE ranking.
 
-    read inputs -> held judgments of this judge + template -> rounds of adaptive judging
-    (eqarena/solvers/sparse/adaptive.py: selection, rating, stop rule) -> runs row
+read inputs -> held judgments of this judge + template -> rounds of adaptive judging
+(eqarena/solvers/sparse/adaptive.py: selection, rating, stop rule) -> runs row
 """
 
 from prefect import flow
@@ -22,8 +22,12 @@ def adaptive_judge_flow(options: JudgeOptions, db: str | None = None) -> Adaptiv
     setup = prepare_judge(options)
     with JudgeSession(db, options, setup) as session:
         parameters = as_parameters(options)
-        parameters.update(dataset=session.inputs.dataset, models=list(session.inputs.models),
-                          prompts=len(session.inputs.prompts), template_hash=setup.template.hash)
+        parameters.update(
+            dataset=session.inputs.dataset,
+            models=list(session.inputs.models),
+            prompts=len(session.inputs.prompts),
+            template_hash=setup.template.hash,
+        )
         log = RunLog(db, "judge", parameters, start=False)
         session.record(log.run)
         return judge_adaptively(session, log)

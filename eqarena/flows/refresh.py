@@ -9,8 +9,9 @@ from eqarena.pipelines.refresh import RefreshSummary, refresh
 
 
 @flow(name="refresh", flow_run_name=main_job_run_name)
-def refresh_flow(options: MainJobOptions = MainJobOptions(), db: str | None = None,
-                 wait_s: float | None = None) -> RefreshSummary:
+def refresh_flow(
+    options: MainJobOptions = MainJobOptions(), db: str | None = None, wait_s: float | None = None
+) -> RefreshSummary:
     """Bring the ratings of `options.source` by `options.judge` up to date, doing only what new data
     requires; `wait_s` bounds the wait for a refresh already writing the warehouse (default:
     $EQARENA_WAIT, else 60 s)."""

@@ -17,8 +17,13 @@ def judge_missing(options: MainJobOptions, dataset: str, db: str | None = None) 
 
 
 @flow(name="analyses")
-def run_analyses(options: opts.AnalysesOptions, rate_run_id: str, methods: tuple[str, ...],
-                 db: str | None = None, skip: tuple[str, ...] = ()) -> dict[str, list[str]]:
+def run_analyses(
+    options: opts.AnalysesOptions,
+    rate_run_id: str,
+    methods: tuple[str, ...],
+    db: str | None = None,
+    skip: tuple[str, ...] = (),
+) -> dict[str, list[str]]:
     """The chosen robustness analyses of a rate run; returns each kind's summary lines."""
     return pipeline.run_analyses(options, rate_run_id, methods, db, skip)
 

@@ -50,9 +50,19 @@ class BatchGenerator(BatchAPIJobs):
 
     role = "model"
 
-    def __init__(self, *, provider: Provider, model_id: str, dataset: str, prompts: Mapping[str, str],
-                 generation: str, con: duckdb.DuckDBPyConnection, run_id: str | None = None,
-                 settings: BatchSettings = BatchSettings(), on_status: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        model_id: str,
+        dataset: str,
+        prompts: Mapping[str, str],
+        generation: str,
+        con: duckdb.DuckDBPyConnection,
+        run_id: str | None = None,
+        settings: BatchSettings = BatchSettings(),
+        on_status: Callable[[str], None] | None = None,
+    ):
         super().__init__(provider=provider, con=con, settings=settings, on_status=on_status)
         self.model_id = model_id
         self.dataset = dataset
@@ -74,11 +84,18 @@ class BatchGenerator(BatchAPIJobs):
         job_ids = []
         size = self.settings.max_requests
         for start in range(0, len(requests), size):
-            part = requests[start:start + size]
+            part = requests[start : start + size]
             job_id = f"generate-{uuid.uuid4().hex[:16]}"
-            job = GenerateBatchJob(job_id=job_id, dataset=self.dataset, model_id=self.model_id,
-                                   generator=self.provider.spec.judge_id, generation=self.generation,
-                                   status="prepared", requests=len(part), run_id=self.run_id)
+            job = GenerateBatchJob(
+                job_id=job_id,
+                dataset=self.dataset,
+                model_id=self.model_id,
+                generator=self.provider.spec.judge_id,
+                generation=self.generation,
+                status="prepared",
+                requests=len(part),
+                run_id=self.run_id,
+            )
             record_job(self.con, job, [(f"p{k:07d}-{r.prompt_id}", r.prompt_id) for k, r in enumerate(part)])
             job_ids.append(job_id)
         return job_ids
@@ -87,8 +104,10 @@ class BatchGenerator(BatchAPIJobs):
         """(custom_id, body) of a job's lines, asked with the settings recorded with the job."""
         settings = json.loads(self.get_job(job_id).generation)
         options = GenerationOptions(max_tokens=settings.get("max_tokens"), temperature=settings.get("temperature"))
-        return [(custom_id, self.provider.request_body(answer_messages(self.prompts[prompt_id]), 1, options))
-                for custom_id, prompt_id in job_prompts(self.con, job_id).items()]
+        return [
+            (custom_id, self.provider.request_body(answer_messages(self.prompts[prompt_id]), 1, options))
+            for custom_id, prompt_id in job_prompts(self.con, job_id).items()
+        ]
 
     def import_results(self, job: GenerateBatchJob, batch, records: list[dict]) -> AnswerJobResult:
         """Store a finished job's answers as `responses` rows and close it; failures are only counted."""
@@ -112,12 +131,22 @@ class BatchGenerator(BatchAPIJobs):
                 result.failed += 1
                 result.failures[reason] = result.failures.get(reason, 0) + 1
                 continue
-            rows.append(ResponseRow(dataset=job.dataset, prompt_id=prompt_id, model_id=job.model_id, text=text,
-                                    generator=job.generator, generation=job.generation,
-                                    tokens_in=completion.tokens_in, tokens_out=completion.tokens_out,
-                                    run_id=self.run_id or job.run_id))
+            rows.append(
+                ResponseRow(
+                    dataset=job.dataset,
+                    prompt_id=prompt_id,
+                    model_id=job.model_id,
+                    text=text,
+                    generator=job.generator,
+                    generation=job.generation,
+                    tokens_in=completion.tokens_in,
+                    tokens_out=completion.tokens_out,
+                    run_id=self.run_id or job.run_id,
+                )
+            )
         # Prompts without a result (an expired or cancelled batch) get no row: the next plan asks again.
-        result.ok = finish_job(self.con, job.job_id, rows, status=result.status,
-                               message=f"provider status {batch.status}")
+        result.ok = finish_job(
+            self.con, job.job_id, rows, status=result.status, message=f"provider status {batch.status}"
+        )
         self.on_status(f"batch {job.batch_id}: stored {result.ok} answers, {result.failed} failed")
         return result

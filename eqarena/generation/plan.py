@@ -46,7 +46,7 @@ class AnswerPlan:
     unanswerable: int
     max_tokens: int
     price: Price | None
-    pending: int = 0   # prompts open batch jobs are asking for
+    pending: int = 0  # prompts open batch jobs are asking for
     batch: bool = False
 
     @property
@@ -64,15 +64,25 @@ class AnswerPlan:
 
     def chunks(self, size: int) -> list[tuple[AnswerRequest, ...]]:
         """The requests in groups of `size`, in plan order."""
-        return [self.requests[k:k + size] for k in range(0, len(self.requests), size)]
+        return [self.requests[k : k + size] for k in range(0, len(self.requests), size)]
 
     def summary(self) -> AnswerPlanSummary:
         """The numbers `eqarena generate --plan` prints."""
         return AnswerPlanSummary(
-            model=self.model_id, generator=self.generator, dataset=self.dataset, prompts=len(self.prompts),
-            answered=self.answered, pending=self.pending, calls=len(self.requests), unanswerable=self.unanswerable,
-            tokens_in=self.tokens_in, tokens_out=self.tokens_out, max_tokens=self.max_tokens,
-            cost_usd=None if self.cost_usd is None else round(self.cost_usd, 6), batch=self.batch)
+            model=self.model_id,
+            generator=self.generator,
+            dataset=self.dataset,
+            prompts=len(self.prompts),
+            answered=self.answered,
+            pending=self.pending,
+            calls=len(self.requests),
+            unanswerable=self.unanswerable,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            max_tokens=self.max_tokens,
+            cost_usd=None if self.cost_usd is None else round(self.cost_usd, 6),
+            batch=self.batch,
+        )
 
 
 @dataclass(frozen=True)
@@ -98,8 +108,10 @@ class AnswerPlanSummary:
     def line(self) -> str:
         """'generate plan for M (openai:M) on D: 50 calls, ~210,000 tokens at most, ~$1.23 at most'."""
         cost = "cost unknown (no price for this model)" if self.cost_usd is None else f"~${self.cost_usd:.2f} at most"
-        return (f"generate plan for {self.model} ({self.generator}) on {self.dataset}: {self.calls:,} calls, "
-                f"~{self.tokens_in + self.tokens_out:,} tokens at most, {cost}")
+        return (
+            f"generate plan for {self.model} ({self.generator}) on {self.dataset}: {self.calls:,} calls, "
+            f"~{self.tokens_in + self.tokens_out:,} tokens at most, {cost}"
+        )
 
     def lines(self) -> list[str]:
         """What the plan covers, then what its missing calls cost."""
@@ -108,27 +120,52 @@ class AnswerPlanSummary:
             cost += " (batch price)"
         skipped = f", {self.unanswerable:,} without text skipped" if self.unanswerable else ""
         pending = f", {self.pending:,} pending in open batch jobs" if self.pending else ""
-        return [f"{self.model} ({self.generator}) on {self.dataset}: {self.answered:,} of {self.prompts:,} prompts "
-                f"answered{pending}{skipped}",
-                f"plan: {self.calls:,} calls, ~{self.tokens_in:,} input + at most {self.tokens_out:,} output tokens "
-                f"({self.max_tokens:,} per answer), {cost}"]
+        return [
+            f"{self.model} ({self.generator}) on {self.dataset}: {self.answered:,} of {self.prompts:,} prompts "
+            f"answered{pending}{skipped}",
+            f"plan: {self.calls:,} calls, ~{self.tokens_in:,} input + at most {self.tokens_out:,} output tokens "
+            f"({self.max_tokens:,} per answer), {cost}",
+        ]
 
 
-def plan_answers(con: duckdb.DuckDBPyConnection, *, dataset: str, model_id: str, generator: str,
-                 prompt_count: int | None, max_tokens: int, price: Price | None, batch: bool = False) -> AnswerPlan:
+def plan_answers(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    dataset: str,
+    model_id: str,
+    generator: str,
+    prompt_count: int | None,
+    max_tokens: int,
+    price: Price | None,
+    batch: bool = False,
+) -> AnswerPlan:
     """The prompts of `dataset` still without an answer of `model_id`, nor pending in a batch job (module
     docstring)."""
     texts = read_prompt_texts(con, dataset)
     chosen = {p: texts[p] for p in choose_prompts(list(texts), prompt_count)}
     answerable = {p: t for p, t in chosen.items() if t.strip()}
     if not answerable:
-        raise PlanError(f"dataset {dataset!r}: its prompts have no text (imported judgments or scores carry "
-                        "prompt ids only), so there is nothing to answer")
+        raise PlanError(
+            f"dataset {dataset!r}: its prompts have no text (imported judgments or scores carry "
+            "prompt ids only), so there is nothing to answer"
+        )
     done = answered_prompts(con, dataset, model_id)
     pending = pending_prompts(con, dataset, model_id) - done
-    requests = tuple(AnswerRequest(p, estimate_message_tokens(answer_messages(t)))
-                     for p, t in answerable.items() if p not in done and p not in pending)
-    return AnswerPlan(model_id=model_id, generator=generator, dataset=dataset, prompts=chosen, requests=requests,
-                      answered=sum(p in done for p in chosen), unanswerable=len(chosen) - len(answerable),
-                      max_tokens=max_tokens, price=price, pending=sum(p in pending for p in answerable),
-                      batch=batch)
+    requests = tuple(
+        AnswerRequest(p, estimate_message_tokens(answer_messages(t)))
+        for p, t in answerable.items()
+        if p not in done and p not in pending
+    )
+    return AnswerPlan(
+        model_id=model_id,
+        generator=generator,
+        dataset=dataset,
+        prompts=chosen,
+        requests=requests,
+        answered=sum(p in done for p in chosen),
+        unanswerable=len(chosen) - len(answerable),
+        max_tokens=max_tokens,
+        price=price,
+        pending=sum(p in pending for p in answerable),
+        batch=batch,
+    )

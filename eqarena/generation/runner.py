@@ -26,9 +26,9 @@ class AnswerStats(CallStats):
     """What a generate run did: its requests (CallStats) and what became of the prompts asked.
     `failures` counts failed prompts by reason (the provider's error, or EMPTY_ANSWER)."""
 
-    ok: int = 0          # answers stored
-    failed: int = 0      # requests that failed for good, or returned no text: not stored, asked again next run
-    skipped: int = 0     # not asked: a cap was reached or the run was stopped
+    ok: int = 0  # answers stored
+    failed: int = 0  # requests that failed for good, or returned no text: not stored, asked again next run
+    skipped: int = 0  # not asked: a cap was reached or the run was stopped
     failures: dict[str, int] = field(default_factory=dict)
 
 
@@ -55,8 +55,17 @@ class AnswerRunner(ProviderRequests):
         budget: Budget | None = None,
         progress: JudgeProgress | None = None,
     ):
-        super().__init__(provider=provider, writer=writer, stats=AnswerStats(), retry=retry, limits=limits,
-                         options=options, price=price, budget=budget, progress=progress)
+        super().__init__(
+            provider=provider,
+            writer=writer,
+            stats=AnswerStats(),
+            retry=retry,
+            limits=limits,
+            options=options,
+            price=price,
+            budget=budget,
+            progress=progress,
+        )
         self.model_id = model_id
         self.dataset = dataset
         self.prompts = prompts
@@ -78,8 +87,9 @@ class AnswerRunner(ProviderRequests):
             self.stats.skipped += 1
             return
         try:
-            completion, _ = await self._call(answer_messages(self.prompts[request.prompt_id]), 1,
-                                             request.tokens_in + self.max_tokens)
+            completion, _ = await self._call(
+                answer_messages(self.prompts[request.prompt_id]), 1, request.tokens_in + self.max_tokens
+            )
         except Exception as exc:  # noqa: BLE001 - every provider failure is classified here
             self.budget.release(estimate, 1)
             if self._stops_the_run(exc):
@@ -94,10 +104,21 @@ class AnswerRunner(ProviderRequests):
         if not text.strip():
             self._fail(EMPTY_ANSWER)
             return
-        self.writer.add([ResponseRow(dataset=self.dataset, prompt_id=request.prompt_id, model_id=self.model_id,
-                                     text=text, generator=self.provider_id, generation=self.generation,
-                                     tokens_in=completion.tokens_in, tokens_out=completion.tokens_out,
-                                     run_id=self.run_id)])
+        self.writer.add(
+            [
+                ResponseRow(
+                    dataset=self.dataset,
+                    prompt_id=request.prompt_id,
+                    model_id=self.model_id,
+                    text=text,
+                    generator=self.provider_id,
+                    generation=self.generation,
+                    tokens_in=completion.tokens_in,
+                    tokens_out=completion.tokens_out,
+                    run_id=self.run_id,
+                )
+            ]
+        )
         self.stats.ok += 1
         self.progress.advance(1, self.budget.spent_usd)
 

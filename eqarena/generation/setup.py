@@ -52,8 +52,9 @@ def prepare_generation(options: GenerateOptions) -> GenerateSetup:
     """Parse and check a generate run's options before anything is read or sent."""
     spec = parse_judge_spec(options.model, MODEL_OPTION, LIVE_PROVIDERS)
     if options.batch and spec.provider == "gemini":
-        raise ValueError(f"--batch uses the OpenAI Batch API: it needs an openai: or openai-compatible: model, "
-                         f"not {spec.judge_id}")
+        raise ValueError(
+            f"--batch uses the OpenAI Batch API: it needs an openai: or openai-compatible: model, not {spec.judge_id}"
+        )
     price = run_price(spec.provider, spec.model, options.prices, options.caps.max_cost)
     settings = {"max_tokens": options.generation.max_tokens, "temperature": options.generation.temperature}
     return GenerateSetup(spec, options.model_id or spec.model, price, json.dumps(settings, sort_keys=True))

@@ -80,8 +80,9 @@ def read_arena_hard_judgments(paths: list[Path], name: str | None, baseline: str
             if model == base:
                 self_games += 1
                 continue
-            prompts.setdefault(prompt_id, Prompt(prompt_id=prompt_id, text=None,
-                                                 category=line.get("category", required=False)))
+            prompts.setdefault(
+                prompt_id, Prompt(prompt_id=prompt_id, text=None, category=line.get("category", required=False))
+            )
             for index, game in enumerate(games[:2]):
                 if game is None:
                     missing_games += 1
@@ -98,12 +99,15 @@ def read_arena_hard_judgments(paths: list[Path], name: str | None, baseline: str
     if missing_games:
         notes.append(f"skipped {missing_games} game(s) recorded as null (the judge call failed)")
     source = ", ".join(str(p) for p in paths)
-    return Imported(Dataset(name=name, source=source, prompts=tuple(prompts.values()),
-                            judgments=judgment_frame(judgments)), tuple(notes))
+    return Imported(
+        Dataset(name=name, source=source, prompts=tuple(prompts.values()), judgments=judgment_frame(judgments)),
+        tuple(notes),
+    )
 
 
-def _judgment(line: Line, index: int, game: dict, judge: str, prompt_id: str, model_a: str,
-              model_b: str) -> RecordedJudgment:
+def _judgment(
+    line: Line, index: int, game: dict, judge: str, prompt_id: str, model_a: str, model_b: str
+) -> RecordedJudgment:
     label = game.get("score")
     if label is not None and not isinstance(label, str):
         raise line.error(f"games[{index}].score must be a verdict label or null, got {type(label).__name__}")
@@ -114,9 +118,17 @@ def _judgment(line: Line, index: int, game: dict, judge: str, prompt_id: str, mo
     if text is not None and not isinstance(text, str):
         text = json.dumps(text, ensure_ascii=False)
     return RecordedJudgment(
-        judge=judge, template_hash=_template_hash(game), prompt_id=prompt_id, model_a=model_a, model_b=model_b,
-        sample_index=0, verdict=verdict, score=None if verdict is None else FIVE_LABELS[verdict],
-        raw_text=text, status="ok" if verdict is not None else "unparsed")
+        judge=judge,
+        template_hash=_template_hash(game),
+        prompt_id=prompt_id,
+        model_a=model_a,
+        model_b=model_b,
+        sample_index=0,
+        verdict=verdict,
+        score=None if verdict is None else FIVE_LABELS[verdict],
+        raw_text=text,
+        status="ok" if verdict is not None else "unparsed",
+    )
 
 
 def _template_hash(game: dict) -> str:

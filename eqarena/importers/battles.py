@@ -21,7 +21,6 @@ from pathlib import Path
 import polars as pl
 
 from eqarena.datasets.records import tag_frame
-
 from eqarena.importers.pairwise import scalar_json, to_dataset, with_scores
 from eqarena.importers.result import Imported
 from eqarena.importers.tables import numeric_column, read_table, require_columns, text_column
@@ -72,8 +71,9 @@ def read_battles(paths: list[Path], name: str | None, judge: str | None) -> Impo
         frame, pooled = _read_one(path, judge or f"battles:{path.stem}")
         frames.append(frame)
         if pooled:
-            notes.append(f"{path}: no question_id column; all {frame.height} battles are on one prompt "
-                         f"({POOLED_PROMPT!r})")
+            notes.append(
+                f"{path}: no question_id column; all {frame.height} battles are on one prompt ({POOLED_PROMPT!r})"
+            )
     frame = pl.concat(frames, how="diagonal_relaxed")
     dataset = name or paths[0].stem
     data = to_dataset(frame, dataset, ", ".join(map(str, paths)), TEMPLATE_TAG)
@@ -85,15 +85,30 @@ def prompt_tags(frame: pl.DataFrame) -> pl.DataFrame:
     distinct label of a prompt once (table prompt_tags; `rate --prompt-groups language|turn|tag`)."""
     parts = []
     if "language" in frame.columns:
-        parts.append(frame.select("prompt_id", pl.lit("language").alias("grouping"),
-                                  pl.col("language").cast(pl.Utf8).str.strip_chars().alias("tag")))
+        parts.append(
+            frame.select(
+                "prompt_id",
+                pl.lit("language").alias("grouping"),
+                pl.col("language").cast(pl.Utf8).str.strip_chars().alias("tag"),
+            )
+        )
     if "turn" in frame.columns:
         turn = pl.col("turn").cast(pl.Int64)
-        parts.append(frame.select("prompt_id", pl.lit("turn").alias("grouping"),
-                                  pl.when(turn >= 3).then(pl.lit("3+")).otherwise(turn.cast(pl.Utf8)).alias("tag")))
+        parts.append(
+            frame.select(
+                "prompt_id",
+                pl.lit("turn").alias("grouping"),
+                pl.when(turn >= 3).then(pl.lit("3+")).otherwise(turn.cast(pl.Utf8)).alias("tag"),
+            )
+        )
     if "category_tags" in frame.columns:
-        parts.append(frame.select("prompt_id", pl.lit("tag").alias("grouping"),
-                                  pl.col("category_tags").cast(pl.Utf8).str.split("|").alias("tag")).explode("tag"))
+        parts.append(
+            frame.select(
+                "prompt_id",
+                pl.lit("tag").alias("grouping"),
+                pl.col("category_tags").cast(pl.Utf8).str.split("|").alias("tag"),
+            ).explode("tag")
+        )
     if not parts:
         return tag_frame()
     tags = pl.concat(parts).filter(pl.col("tag").is_not_null() & (pl.col("tag") != ""))
@@ -116,10 +131,11 @@ def _read_one(path: Path, judge: str) -> tuple[pl.DataFrame, bool]:
         frame = frame.with_columns(
             pl.when(pl.col("turn").is_not_null() & (pl.col("turn") > 1))
             .then(pl.col("prompt_id") + "#" + pl.col("turn").cast(pl.Int64).cast(pl.Utf8))
-            .otherwise(pl.col("prompt_id")).alias("prompt_id"))
+            .otherwise(pl.col("prompt_id"))
+            .alias("prompt_id")
+        )
     frame = with_scores(frame.drop("score", "verdict", strict=False).with_columns(pl.col("winner").alias("verdict")))
     text = pl.col("prompt_text").cast(pl.Utf8) if "prompt_text" in frame.columns else pl.lit(None, pl.Utf8)
     if "turn" in frame.columns:
         text = pl.when(pl.col("turn").is_null() | (pl.col("turn") <= 1)).then(text).otherwise(None)
-    return frame.with_columns(pl.lit(judge).alias("judge"), text.alias("prompt_text"),
-                              raw), pooled
+    return frame.with_columns(pl.lit(judge).alias("judge"), text.alias("prompt_text"), raw), pooled

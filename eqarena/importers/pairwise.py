@@ -40,8 +40,7 @@ PROMPT_ID_COLUMNS = ("prompt_id", "question_id")
 FAILED_VERDICTS = ("error",)  # a judge call that failed: kept as an unparsed judgment
 
 
-def read_pairwise_table(paths: list[Path], name: str | None, judge: str | None,
-                        id_name: str | None = None) -> Imported:
+def read_pairwise_table(paths: list[Path], name: str | None, judge: str | None, id_name: str | None = None) -> Imported:
     """Every row of the long tables at `paths` as a recorded judgment (see module docstring), the
     prompt id in column `id_name` when given."""
     frames = [_read_one(path, judge or f"imported:{path.stem}", id_name) for path in paths]
@@ -65,15 +64,22 @@ def _read_one(path: Path, judge: str, id_name: str | None) -> pl.DataFrame:
         require_columns(frame, path, ["score or verdict"])
     for column in ("prompt_id", "model_a", "model_b"):
         frame = text_column(frame, column)
-    frame = frame.with_columns(pl.col("judge").cast(pl.Utf8).str.strip_chars().fill_null(judge)
-                               if "judge" in frame.columns else pl.lit(judge).alias("judge"))
-    frame = frame.with_columns(pl.when(pl.col("judge") == "").then(pl.lit(judge)).otherwise(pl.col("judge"))
-                               .alias("judge"))
+    frame = frame.with_columns(
+        pl.col("judge").cast(pl.Utf8).str.strip_chars().fill_null(judge)
+        if "judge" in frame.columns
+        else pl.lit(judge).alias("judge")
+    )
+    frame = frame.with_columns(
+        pl.when(pl.col("judge") == "").then(pl.lit(judge)).otherwise(pl.col("judge")).alias("judge")
+    )
     frame = with_scores(frame, FAILED_VERDICTS)
     if "sample" in frame.columns:
         frame = numeric_column(frame, "sample", required=False)
-        fail_where(frame, pl.col("sample").is_not_null() & ((pl.col("sample") < 0) | (pl.col("sample") % 1 != 0)),
-                   lambda r: f"sample {r['sample']} must be a non-negative integer")
+        fail_where(
+            frame,
+            pl.col("sample").is_not_null() & ((pl.col("sample") < 0) | (pl.col("sample") % 1 != 0)),
+            lambda r: f"sample {r['sample']} must be a non-negative integer",
+        )
     text = pl.col("prompt_text").cast(pl.Utf8) if "prompt_text" in frame.columns else pl.lit(None, pl.Utf8)
     given = pl.col("verdict").cast(pl.Utf8) if "verdict" in frame.columns else pl.lit(None, pl.Utf8)
     raw = pl.when(pl.col("status") == "unparsed").then(given).otherwise(None)
@@ -86,9 +92,12 @@ def with_categories(frame: pl.DataFrame) -> pl.DataFrame:
     category = pl.col("category").cast(pl.Utf8).str.strip_chars()
     frame = frame.with_columns(pl.when(category == "").then(None).otherwise(category).alias("category"))
     first = frame.select(pl.col("category").drop_nulls().first().over("prompt_id"))["category"]
-    fail_where(frame.with_columns(first.alias("_first")), pl.col("category") != pl.col("_first"),
-               lambda r: f"prompt {r['prompt_id']!r} has category {r['category']!r} here but {r['_first']!r} on an "
-                         "earlier row (one category per prompt)")
+    fail_where(
+        frame.with_columns(first.alias("_first")),
+        pl.col("category") != pl.col("_first"),
+        lambda r: f"prompt {r['prompt_id']!r} has category {r['category']!r} here but {r['_first']!r} on an "
+        "earlier row (one category per prompt)",
+    )
     return frame
 
 
@@ -106,20 +115,24 @@ def with_scores(frame: pl.DataFrame, failed: tuple[str, ...] = ()) -> pl.DataFra
     spellings = frame["_verdict"].drop_nulls().unique().to_list()
     parsed = {v: verdict_score(v) for v in spellings if v.strip()}
     known = [v for v, p in parsed.items() if p is not None]
-    labels = pl.col("_verdict").replace_strict(known, [parsed[v][0] for v in known], default=None,
-                                               return_dtype=pl.Utf8)
-    scores = pl.col("_verdict").replace_strict(known, [parsed[v][1] for v in known], default=None,
-                                               return_dtype=pl.Float64)
+    labels = pl.col("_verdict").replace_strict(known, [parsed[v][0] for v in known], default=None, return_dtype=pl.Utf8)
+    scores = pl.col("_verdict").replace_strict(
+        known, [parsed[v][1] for v in known], default=None, return_dtype=pl.Float64
+    )
     frame = frame.with_columns(
         labels.alias("label"),
         pl.coalesce(pl.col("score"), scores).alias("score"),
         (pl.col("_verdict").is_not_null() & (pl.col("_verdict").str.strip_chars() != "")).alias("_verdict_given"),
     )
     unparsed = pl.col("score").is_null() & pl.col("_verdict").str.strip_chars().str.to_lowercase().is_in(list(failed))
-    frame = frame.with_columns(pl.when(unparsed.fill_null(False)).then(pl.lit("unparsed")).otherwise(pl.lit("ok"))
-                               .alias("status"))
-    fail_where(frame, pl.col("score").is_null() & pl.col("_verdict_given") & (pl.col("status") == "ok"),
-               lambda r: f"unknown verdict {r['verdict']!r} (known: {known_labels()})")
+    frame = frame.with_columns(
+        pl.when(unparsed.fill_null(False)).then(pl.lit("unparsed")).otherwise(pl.lit("ok")).alias("status")
+    )
+    fail_where(
+        frame,
+        pl.col("score").is_null() & pl.col("_verdict_given") & (pl.col("status") == "ok"),
+        lambda r: f"unknown verdict {r['verdict']!r} (known: {known_labels()})",
+    )
     fail_where(frame, pl.col("score").is_null() & (pl.col("status") == "ok"), lambda r: "no score and no verdict")
     return frame.drop("_verdict_given", "_verdict")
 
@@ -127,8 +140,9 @@ def with_scores(frame: pl.DataFrame, failed: tuple[str, ...] = ()) -> pl.DataFra
 def to_dataset(frame: pl.DataFrame, name: str, source: str, template_hash: str) -> Dataset:
     """Validated pairwise rows (judge, prompt_id, model_a, model_b, score, label, status, raw_text,
     prompt_text, optional sample) as a Dataset; sample indices count occurrences when not given."""
-    fail_where(frame, pl.col("model_a") == pl.col("model_b"),
-               lambda r: f"model_a and model_b are both {r['model_a']!r}")
+    fail_where(
+        frame, pl.col("model_a") == pl.col("model_b"), lambda r: f"model_a and model_b are both {r['model_a']!r}"
+    )
     occurrence = pl.int_range(pl.len()).over(PAIR_COLUMNS)
     if "sample" in frame.columns:
         given = frame["sample"].is_not_null()
@@ -137,19 +151,31 @@ def to_dataset(frame: pl.DataFrame, name: str, source: str, template_hash: str) 
         frame = frame.with_columns(pl.col("sample").cast(pl.Int64))
     else:
         frame = frame.with_columns(occurrence.alias("sample"))
-    first_duplicate(frame, [*PAIR_COLUMNS, "sample"],
-                    lambda r: f"judgment (judge {r['judge']!r}, prompt {r['prompt_id']!r}, "
-                              f"{r['model_a']!r} vs {r['model_b']!r}, sample {r['sample']})")
+    first_duplicate(
+        frame,
+        [*PAIR_COLUMNS, "sample"],
+        lambda r: f"judgment (judge {r['judge']!r}, prompt {r['prompt_id']!r}, "
+        f"{r['model_a']!r} vs {r['model_b']!r}, sample {r['sample']})",
+    )
     # A prompt's text: the first non-empty one given (prompts in order of first appearance); its category.
     category = pl.col("category") if "category" in frame.columns else pl.lit(None, pl.Utf8).alias("category")
     texts = frame.group_by("prompt_id", maintain_order=True).agg(
         pl.col("prompt_text").filter(pl.col("prompt_text").is_not_null() & (pl.col("prompt_text") != "")).first(),
-        category.drop_nulls().first())
+        category.drop_nulls().first(),
+    )
     prompts = tuple(Prompt(prompt_id=p, text=t, category=c) for p, t, c in texts.iter_rows())
     judgments = frame.select(
-        "judge", pl.lit(template_hash).alias("template_hash"), "prompt_id", "model_a", "model_b",
-        pl.col("sample").cast(pl.Int64).alias("sample_index"), "status",
-        pl.col("label").alias("verdict"), "score", pl.col("raw_text").cast(pl.Utf8))
+        "judge",
+        pl.lit(template_hash).alias("template_hash"),
+        "prompt_id",
+        "model_a",
+        "model_b",
+        pl.col("sample").cast(pl.Int64).alias("sample_index"),
+        "status",
+        pl.col("label").alias("verdict"),
+        "score",
+        pl.col("raw_text").cast(pl.Utf8),
+    )
     return Dataset(name=name, source=source, prompts=prompts, judgments=judgments)
 
 

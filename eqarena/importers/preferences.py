@@ -32,8 +32,9 @@ TEXT_COLUMNS = ("instruction", "prompt_text")
 NOT_MODELS = (WHERE, "prompt_id", "category", *TEXT_COLUMNS)
 
 
-def read_preference_table(paths: list[Path], name: str | None, judge: str | None, baseline: str,
-                          id_name: str | None = None) -> Imported:
+def read_preference_table(
+    paths: list[Path], name: str | None, judge: str | None, baseline: str, id_name: str | None = None
+) -> Imported:
     """Every non-empty preference of the tables at `paths` as two judgments (see module docstring)."""
     if not baseline:
         raise DatasetError("a preferences table needs --baseline (the model every column is compared with)")
@@ -66,20 +67,38 @@ def _read_one(path: Path, judge: str, baseline: str, id_name: str | None) -> tup
         raise DatasetError(f"{path}: no model columns (a preferences table has a column per model)")
     for model in models:
         frame = numeric_column(frame, model, required=False, nan_is_empty=True)
-    cells = frame.with_row_index("_row").unpivot(
-        index=["_row", "prompt_id", "prompt_text", WHERE], on=models, variable_name="model",
-        value_name="preference").sort("_row", maintain_order=True)
-    fail_where(cells, (pl.col("preference") < 1) | (pl.col("preference") > 2),
-               lambda r: f"preference {r['preference']:g} of {r['model']!r} is outside [1, 2] "
-                         f"(1: {baseline} preferred, 2: the model preferred)")
+    cells = (
+        frame.with_row_index("_row")
+        .unpivot(
+            index=["_row", "prompt_id", "prompt_text", WHERE], on=models, variable_name="model", value_name="preference"
+        )
+        .sort("_row", maintain_order=True)
+    )
+    fail_where(
+        cells,
+        (pl.col("preference") < 1) | (pl.col("preference") > 2),
+        lambda r: f"preference {r['preference']:g} of {r['model']!r} is outside [1, 2] "
+        f"(1: {baseline} preferred, 2: the model preferred)",
+    )
     empty = cells["preference"].null_count()
     if empty:
         notes.append(f"{path}: {empty} empty preference cell(s); those models stay unjudged on those prompts")
     cells = cells.drop_nulls("preference").with_columns(((pl.col("preference") - 1.5) * 2).alias("score"))
-    common = [pl.lit(judge).alias("judge"), "prompt_id", "prompt_text", pl.lit(0).cast(pl.Int64).alias("sample"),
-              pl.lit(None, pl.Utf8).alias("label"), pl.lit("ok").alias("status"),
-              pl.format("preference {}", pl.col("preference")).alias("raw_text"), WHERE]
+    common = [
+        pl.lit(judge).alias("judge"),
+        "prompt_id",
+        "prompt_text",
+        pl.lit(0).cast(pl.Int64).alias("sample"),
+        pl.lit(None, pl.Utf8).alias("label"),
+        pl.lit("ok").alias("status"),
+        pl.format("preference {}", pl.col("preference")).alias("raw_text"),
+        WHERE,
+    ]
     forward = cells.select(*common, pl.col("model").alias("model_a"), pl.lit(baseline).alias("model_b"), "score")
-    reverse = cells.select(*common, pl.lit(baseline).alias("model_a"), pl.col("model").alias("model_b"),
-                           pl.when(pl.col("score") == 0).then(0.0).otherwise(-pl.col("score")).alias("score"))
+    reverse = cells.select(
+        *common,
+        pl.lit(baseline).alias("model_a"),
+        pl.col("model").alias("model_b"),
+        pl.when(pl.col("score") == 0).then(0.0).otherwise(-pl.col("score")).alias("score"),
+    )
     return pl.concat([forward, reverse]), notes

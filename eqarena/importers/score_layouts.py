@@ -55,8 +55,10 @@ def _long(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
 def _wide(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
     models = [c for c in frame.columns if c not in NOT_SCORES]
     if len(models) < 2:
-        raise DatasetError(f"{path}: a wide score table needs a column per model (at least two), "
-                           f"or use the long layout (prompt_id, model, score)")
+        raise DatasetError(
+            f"{path}: a wide score table needs a column per model (at least two), "
+            f"or use the long layout (prompt_id, model, score)"
+        )
     return _unpivot(frame, models, "prompt_id", "model")
 
 

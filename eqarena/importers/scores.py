@@ -33,9 +33,15 @@ def payoff_template(payoff: ScorePayoff, scale: float) -> str:
     return f"scores:{ScorePayoff(payoff).value}/scale={scale:g}"
 
 
-def read_score_table(paths: list[Path], name: str | None, judge: str | None,
-                     payoff: ScorePayoff = ScorePayoff.CLIP_DIFF, scale: float = 1.0,
-                     layout: ImportLayout | None = None, id_name: str | None = None) -> Imported:
+def read_score_table(
+    paths: list[Path],
+    name: str | None,
+    judge: str | None,
+    payoff: ScorePayoff = ScorePayoff.CLIP_DIFF,
+    scale: float = 1.0,
+    layout: ImportLayout | None = None,
+    id_name: str | None = None,
+) -> Imported:
     """Every non-empty score of the tables at `paths` in `layout` (module docstring; None: long or wide
     by the columns), the prompt id in column `id_name` when given; a prompt needs two scores."""
     payoff = ScorePayoff(payoff)
@@ -47,14 +53,22 @@ def read_score_table(paths: list[Path], name: str | None, judge: str | None,
     notes = []
     for path in paths:
         scores = long_scores(path, layout, id_name)
-        first_duplicate(scores, ["prompt_id", "model"],
-                        lambda r: f"score of model {r['model']!r} on prompt {r['prompt_id']!r}")
+        first_duplicate(
+            scores, ["prompt_id", "model"], lambda r: f"score of model {r['model']!r} on prompt {r['prompt_id']!r}"
+        )
         for prompt_id in scores["prompt_id"].unique(maintain_order=True).to_list():
             prompts.setdefault(prompt_id, Prompt(prompt_id=prompt_id, text=None))
-        frames.append(scores.drop_nulls("score").select(
-            pl.lit(judge or f"scores:{path.stem}").alias("judge"), pl.lit(template).alias("template_hash"),
-            "prompt_id", pl.col("model").alias("model_id"), "score", pl.lit(payoff.value).alias("payoff"),
-            pl.lit(float(scale)).alias("scale")))
+        frames.append(
+            scores.drop_nulls("score").select(
+                pl.lit(judge or f"scores:{path.stem}").alias("judge"),
+                pl.lit(template).alias("template_hash"),
+                "prompt_id",
+                pl.col("model").alias("model_id"),
+                "score",
+                pl.lit(payoff.value).alias("payoff"),
+                pl.lit(float(scale)).alias("scale"),
+            )
+        )
         missing = scores["score"].null_count()
         if missing:
             notes.append(f"{path}: {missing} empty score cell(s); their pairs stay unjudged on those prompts")
@@ -62,6 +76,7 @@ def read_score_table(paths: list[Path], name: str | None, judge: str | None,
     judged = table.group_by("judge", "prompt_id").len().filter(pl.col("len") >= 2)
     if judged.height == 0:
         raise DatasetError(f"{paths[0]}: no prompt has scores of two models")
-    dataset = Dataset(name=name or paths[0].stem, source=", ".join(map(str, paths)),
-                      prompts=tuple(prompts.values()), scores=table)
+    dataset = Dataset(
+        name=name or paths[0].stem, source=", ".join(map(str, paths)), prompts=tuple(prompts.values()), scores=table
+    )
     return Imported(dataset, tuple(notes))

@@ -20,8 +20,15 @@ from eqarena.datasets.records import DatasetError, json_error, read_jsonl
 WHERE = "where"
 Record = Callable[[dict], dict]  # picks (and flattens) the fields an importer needs from a JSON object
 
-_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet",
-            ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
+_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+}
 
 
 def table_format(path: Path) -> str:
@@ -159,8 +166,11 @@ def id_column(frame: pl.DataFrame, path: Path, given: str | None, candidates: It
     found = next((c for c in wanted if c in frame.columns), None)
     if found is None:
         have = ", ".join(c for c in frame.columns if c != WHERE)
-        looked = f"{given} (--id-column)" if given else wanted[0] + (
-            f" (or {' / '.join(wanted[1:])})" if len(wanted) > 1 else "")
+        looked = (
+            f"{given} (--id-column)"
+            if given
+            else wanted[0] + (f" (or {' / '.join(wanted[1:])})" if len(wanted) > 1 else "")
+        )
         raise DatasetError(f"{path}: missing column {looked} (columns: {have})")
     return found
 
@@ -174,16 +184,26 @@ def fail_where(frame: pl.DataFrame, bad: pl.Expr, message: Callable[[dict], str]
 
 def text_column(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     """`column` as text (integer ids become '7'); an empty or missing cell is an error at its row."""
-    if frame.schema[column] not in (pl.Utf8, pl.Int64, pl.Int32, pl.UInt32, pl.UInt64, pl.Int16, pl.Int8,
-                                    pl.Categorical, pl.Null):
+    if frame.schema[column] not in (
+        pl.Utf8,
+        pl.Int64,
+        pl.Int32,
+        pl.UInt32,
+        pl.UInt64,
+        pl.Int16,
+        pl.Int8,
+        pl.Categorical,
+        pl.Null,
+    ):
         fail_where(frame, pl.lit(True), lambda r: f"column {column} must hold text or integer ids")
     frame = frame.with_columns(pl.col(column).cast(pl.Utf8).str.strip_chars())
     fail_where(frame, pl.col(column).is_null() | (pl.col(column) == ""), lambda r: f"empty {column}")
     return frame
 
 
-def numeric_column(frame: pl.DataFrame, column: str, *, required: bool = True,
-                   nan_is_empty: bool = False) -> pl.DataFrame:
+def numeric_column(
+    frame: pl.DataFrame, column: str, *, required: bool = True, nan_is_empty: bool = False
+) -> pl.DataFrame:
     """`column` as Float64: a cell that is not a finite number is an error at its row (empty cells
     are errors only when `required`; with `nan_is_empty`, NaN cells, as pandas writes missing values,
     are empty)."""
@@ -198,8 +218,11 @@ def numeric_column(frame: pl.DataFrame, column: str, *, required: bool = True,
         blank = blank | parsed.is_nan().fill_null(False)
         parsed = pl.when(blank).then(None).otherwise(parsed)
     checked = frame.with_columns(parsed.alias("_number"), blank.alias("_blank"))
-    fail_where(checked, ~pl.col("_blank") & (pl.col("_number").is_null() | ~pl.col("_number").is_finite()),
-               lambda r: f"{column} {r[column]!r} is not a finite number")
+    fail_where(
+        checked,
+        ~pl.col("_blank") & (pl.col("_number").is_null() | ~pl.col("_number").is_finite()),
+        lambda r: f"{column} {r[column]!r} is not a finite number",
+    )
     if required:
         fail_where(checked, pl.col("_blank"), lambda r: f"empty {column}")
     return checked.with_columns(pl.col("_number").alias(column)).drop("_number", "_blank")
@@ -208,8 +231,9 @@ def numeric_column(frame: pl.DataFrame, column: str, *, required: bool = True,
 def first_duplicate(frame: pl.DataFrame, key: list[str], what: Callable[[dict], str]) -> None:
     """DatasetError at the second occurrence of a key, naming the first."""
     numbered = frame.with_row_index("_row")
-    firsts = numbered.group_by(key, maintain_order=True).agg(pl.col("_row").first().alias("_first"),
-                                                               pl.col(WHERE).first().alias("_first_where"))
+    firsts = numbered.group_by(key, maintain_order=True).agg(
+        pl.col("_row").first().alias("_first"), pl.col(WHERE).first().alias("_first_where")
+    )
     joined = numbered.join(firsts, on=key, how="left", nulls_equal=True).filter(pl.col("_row") != pl.col("_first"))
     rows = joined.sort("_row").head(1).to_dicts()
     if rows:

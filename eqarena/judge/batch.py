@@ -12,11 +12,11 @@ from typing import Callable, Mapping, Sequence
 
 import duckdb
 
-from eqarena.llm.batch_api import TERMINAL, BatchAPIJobs, BatchSettings, record_completion
 from eqarena.judge.plan import PlannedRequest
-from eqarena.llm.providers import OpenAIProvider
 from eqarena.judge.rows import RowContext, error_rows, sample_rows
 from eqarena.judge.templates import Template
+from eqarena.llm.batch_api import TERMINAL, BatchAPIJobs, BatchSettings, record_completion
+from eqarena.llm.providers import OpenAIProvider
 from eqarena.options import GenerationOptions
 from eqarena.warehouse.judge_batches import (
     BatchJob,
@@ -97,16 +97,26 @@ class BatchJudge(BatchAPIJobs):
             indices = request.sample_indices
             groups = [indices] if self.multi_sample else [(i,) for i in indices]
             for group in groups:
-                lines.append(BatchRequest(f"r{len(lines):07d}", request.prompt_id, request.model_a,
-                                          request.model_b, group[0], len(group)))
+                lines.append(
+                    BatchRequest(
+                        f"r{len(lines):07d}", request.prompt_id, request.model_a, request.model_b, group[0], len(group)
+                    )
+                )
         job_ids = []
         size = self.settings.max_requests
         for start in range(0, len(lines), size):
-            part = lines[start:start + size]
+            part = lines[start : start + size]
             job_id = f"judge-{uuid.uuid4().hex[:16]}"
-            job = BatchJob(job_id=job_id, judge=self.judge_id, template_hash=self.template.hash,
-                           dataset=self.dataset, status="prepared", requests=len(part),
-                           samples=sum(r.n for r in part), run_id=self.run_id)
+            job = BatchJob(
+                job_id=job_id,
+                judge=self.judge_id,
+                template_hash=self.template.hash,
+                dataset=self.dataset,
+                status="prepared",
+                requests=len(part),
+                samples=sum(r.n for r in part),
+                run_id=self.run_id,
+            )
             record_job(self.con, job, part)
             job_ids.append(job_id)
         return job_ids

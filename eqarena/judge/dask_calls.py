@@ -59,6 +59,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from eqarena.exceptions import EqarenaError
+from eqarena.judge.judges import make_judge_provider
 from eqarena.llm.providers import (
     Completion,
     JudgeSpec,
@@ -67,10 +69,10 @@ from eqarena.llm.providers import (
     Provider,
     retry_after_seconds,
 )
-from eqarena.judge.judges import make_judge_provider
 from eqarena.options import GenerationOptions, RunnerOptions
 
 # ---------------------------------------------------------------- worker side
+
 
 @dataclass(frozen=True)
 class RemoteFailure:
@@ -120,8 +122,9 @@ def _worker_provider(spec: JudgeSpec, timeout_s: float) -> Provider:
         return _providers[key]
 
 
-def judge_call(spec: JudgeSpec, messages: Messages, n: int, options: GenerationOptions,
-               timeout_s: float) -> CallOutcome:
+def judge_call(
+    spec: JudgeSpec, messages: Messages, n: int, options: GenerationOptions, timeout_s: float
+) -> CallOutcome:
     """One attempt of one judge request on a Dask worker, through the provider's SDK. Never raises for
     a provider failure: the flow process classifies it, and retries it through the shared limiter."""
     try:
@@ -133,10 +136,16 @@ def judge_call(spec: JudgeSpec, messages: Messages, n: int, options: GenerationO
         call = asyncio.run_coroutine_threadsafe(provider.complete(messages, n, options), _worker_loop())
         completion = call.result()  # the provider's own timeout bounds the wait
     except Exception as exc:  # noqa: BLE001 - every provider failure goes back to the dispatcher
-        return CallOutcome(failure=RemoteFailure(
-            description=provider.describe(exc), status=provider.status_of(exc),
-            network=provider.is_network_error(exc), fatal=provider.is_fatal(exc),
-            refused=provider.is_refused(exc), retry_after_s=retry_after_seconds(exc)))
+        return CallOutcome(
+            failure=RemoteFailure(
+                description=provider.describe(exc),
+                status=provider.status_of(exc),
+                network=provider.is_network_error(exc),
+                fatal=provider.is_fatal(exc),
+                refused=provider.is_refused(exc),
+                retry_after_s=retry_after_seconds(exc),
+            )
+        )
     return CallOutcome(completion=completion, latency_s=time.perf_counter() - started)
 
 
@@ -156,7 +165,8 @@ def warm_up_worker(spec: JudgeSpec, timeout_s: float) -> str:
 
 # ---------------------------------------------------------------- flow side
 
-class RemoteCallError(Exception):
+
+class RemoteCallError(EqarenaError):
     """A provider call that failed on a Dask worker, as the flow process's runner sees it."""
 
     def __init__(self, failure: RemoteFailure):
@@ -180,8 +190,15 @@ class DaskProvider(Provider):
     async def complete(self, messages: Messages, n: int, options: GenerationOptions) -> Completion:
         # pure=False and an explicit key: no hashing of the arguments; every attempt is a new task.
         future = self.task_runner.client.submit(
-            judge_call, self.spec, messages, n, options, self.timeout_s, key=f"judge_call-{uuid.uuid4().hex}",
-            pure=False)
+            judge_call,
+            self.spec,
+            messages,
+            n,
+            options,
+            self.timeout_s,
+            key=f"judge_call-{uuid.uuid4().hex}",
+            pure=False,
+        )
         settled: concurrent.futures.Future = concurrent.futures.Future()
 
         def collect(done) -> None:  # on a callback thread of the Dask client: may block
@@ -229,8 +246,14 @@ class DaskProvider(Provider):
 
 
 @contextmanager
-def dask_provider(spec: JudgeSpec, *, timeout_s: float, address: str | None = None,
-                  workers: int = RunnerOptions.dask_workers, concurrency: int = 16) -> Iterator[DaskProvider]:
+def dask_provider(
+    spec: JudgeSpec,
+    *,
+    timeout_s: float,
+    address: str | None = None,
+    workers: int = RunnerOptions.dask_workers,
+    concurrency: int = 16,
+) -> Iterator[DaskProvider]:
     """A DaskProvider on a started DaskTaskRunner: a LocalCluster of `workers` worker processes (with
     enough threads between them for `concurrency` calls in flight), or the scheduler at `address`.
     The cluster (if made here) is closed on exit."""
@@ -242,9 +265,15 @@ def dask_provider(spec: JudgeSpec, *, timeout_s: float, address: str | None = No
         runner = DaskTaskRunner(address=address)
     else:
         make_judge_provider(spec, timeout_s=timeout_s)  # a missing key fails here, before a cluster starts
-        runner = DaskTaskRunner(cluster_kwargs=dict(
-            n_workers=workers, threads_per_worker=max(1, math.ceil(concurrency / workers)), processes=True,
-            dashboard_address=":0", silence_logs=logging.WARNING))
+        runner = DaskTaskRunner(
+            cluster_kwargs=dict(
+                n_workers=workers,
+                threads_per_worker=max(1, math.ceil(concurrency / workers)),
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.WARNING,
+            )
+        )
     with ExitStack() as stack:
         quiet = logging.getLogger("distributed")  # the scheduler's and client's chatter (workers: silence_logs)
         stack.callback(quiet.setLevel, quiet.level)

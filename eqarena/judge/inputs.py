@@ -7,10 +7,11 @@ from typing import Sequence
 
 import duckdb
 
+from eqarena.exceptions import EqarenaError
 from eqarena.warehouse.catalog import dataset_model_ids, dataset_prompt_texts, dataset_response_texts, datasets
 
 
-class PlanError(ValueError):
+class PlanError(EqarenaError, ValueError):
     """The requested prompts or models do not exist in the warehouse."""
 
 
@@ -59,8 +60,10 @@ def read_prompt_texts(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str,
     texts = dataset_prompt_texts(con, dataset)
     if not texts:
         known = ", ".join(datasets(con)) or "none"
-        raise PlanError(f"dataset {dataset!r} has no prompts in the warehouse (datasets: {known}); "
-                        f"run `eqarena ingest --dataset {dataset}` first")
+        raise PlanError(
+            f"dataset {dataset!r} has no prompts in the warehouse (datasets: {known}); "
+            f"run `eqarena ingest --dataset {dataset}` first"
+        )
     return texts
 
 
@@ -72,6 +75,7 @@ def read_inputs(
     chosen_prompts = choose_prompts(list(texts), prompt_count)
     chosen_models = choose_models(dataset_model_ids(con, dataset), models, dataset)
     wanted = set(chosen_prompts)
-    responses = {key: text for key, text in dataset_response_texts(con, dataset, chosen_models).items()
-                 if key[0] in wanted}
+    responses = {
+        key: text for key, text in dataset_response_texts(con, dataset, chosen_models).items() if key[0] in wanted
+    }
     return JudgeInputs(dataset, {p: texts[p] for p in chosen_prompts}, tuple(chosen_models), responses)

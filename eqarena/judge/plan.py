@@ -20,8 +20,8 @@ from typing import Mapping, Sequence
 import duckdb
 
 from eqarena.judge.inputs import JudgeInputs, PlanError
-from eqarena.llm.pricing import Price, estimate_message_tokens
 from eqarena.judge.templates import Template
+from eqarena.llm.pricing import Price, estimate_message_tokens
 from eqarena.warehouse.judgments import CellState, cell_states
 
 Cell = tuple[str, str, str]  # (prompt_id, model_a, model_b): model_a shown first
@@ -110,13 +110,26 @@ class JudgePlan:
     def summary(self) -> PlanSummary:
         """The numbers `eqarena judge --plan` prints."""
         return PlanSummary(
-            judge=self.judge, template=self.template, template_hash=self.template_hash, dataset=self.dataset,
-            prompts=len(self.prompts), models=list(self.models), samples_per_order=self.samples_per_order,
-            wanted_samples=self.wanted_samples, done_samples=self.done_samples,
-            pending_samples=self.pending_samples, calls=self.samples, requests=self.request_count,
-            multi_sample=self.multi_sample, batch=self.batch, tokens_in=self.tokens_in, tokens_out=self.tokens_out,
+            judge=self.judge,
+            template=self.template,
+            template_hash=self.template_hash,
+            dataset=self.dataset,
+            prompts=len(self.prompts),
+            models=list(self.models),
+            samples_per_order=self.samples_per_order,
+            wanted_samples=self.wanted_samples,
+            done_samples=self.done_samples,
+            pending_samples=self.pending_samples,
+            calls=self.samples,
+            requests=self.request_count,
+            multi_sample=self.multi_sample,
+            batch=self.batch,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
             cost_usd=None if self.cost_usd is None else round(self.cost_usd, 6),
-            given_up_cells=len(self.given_up), unjudgeable=len(self.unjudgeable))
+            given_up_cells=len(self.given_up),
+            unjudgeable=len(self.unjudgeable),
+        )
 
 
 @dataclass(frozen=True)
@@ -147,8 +160,10 @@ class PlanSummary:
     def line(self) -> str:
         """'judge plan for J on D: 1,200 calls, ~2,400,000 tokens, ~$0.84' (cost unknown without a price)."""
         cost = "cost unknown (no price for this judge)" if self.cost_usd is None else f"~${self.cost_usd:.2f}"
-        return (f"judge plan for {self.judge} on {self.dataset}: {self.calls:,} calls, "
-                f"~{self.tokens_in + self.tokens_out:,} tokens, {cost}")
+        return (
+            f"judge plan for {self.judge} on {self.dataset}: {self.calls:,} calls, "
+            f"~{self.tokens_in + self.tokens_out:,} tokens, {cost}"
+        )
 
 
 def build_plan(
@@ -199,15 +214,17 @@ def build_plan(
                     continue
                 messages = template.messages(question, responses[prompt_id, model_a], responses[prompt_id, model_b])
                 start = state.next_index
-                requests.append(PlannedRequest(
-                    prompt_id=prompt_id,
-                    model_a=model_a,
-                    model_b=model_b,
-                    sample_indices=tuple(range(start, start + missing)),
-                    next_free_index=start + missing,
-                    unparsed_allowance=allowance,
-                    tokens_in=estimate_message_tokens(messages),
-                ))
+                requests.append(
+                    PlannedRequest(
+                        prompt_id=prompt_id,
+                        model_a=model_a,
+                        model_b=model_b,
+                        sample_indices=tuple(range(start, start + missing)),
+                        next_free_index=start + missing,
+                        unparsed_allowance=allowance,
+                        tokens_in=estimate_message_tokens(messages),
+                    )
+                )
     return JudgePlan(
         judge=judge,
         template=template.name,
@@ -242,8 +259,16 @@ def plan_missing(
 ) -> JudgePlan:
     """`build_plan` on `inputs` against what the warehouse holds for `judge` + `template`."""
     return build_plan(
-        judge=judge, template=template, dataset=inputs.dataset, prompts=inputs.prompts, models=inputs.models,
-        responses=inputs.responses, held=cell_states(con, judge, template.hash, inputs.dataset),
-        samples_per_order=samples_per_order, max_unparsed=max_unparsed, multi_sample=multi_sample,
-        batch=batch, price=price,
+        judge=judge,
+        template=template,
+        dataset=inputs.dataset,
+        prompts=inputs.prompts,
+        models=inputs.models,
+        responses=inputs.responses,
+        held=cell_states(con, judge, template.hash, inputs.dataset),
+        samples_per_order=samples_per_order,
+        max_unparsed=max_unparsed,
+        multi_sample=multi_sample,
+        batch=batch,
+        price=price,
     )

@@ -19,6 +19,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from eqarena import warehouse
+from eqarena.judge.templates import Template, available_templates, load_template
 from eqarena.llm.pricing import estimate_message_tokens, estimate_tokens
 from eqarena.llm.providers import (
     Completion,
@@ -27,7 +28,6 @@ from eqarena.llm.providers import (
     Messages,
     Provider,
 )
-from eqarena.judge.templates import Template, available_templates, load_template
 from eqarena.warehouse.judgments import read_recorded_judgments, read_replay_next_indices
 
 RECORDED = "recorded"
@@ -55,8 +55,8 @@ class Recording:
 
     judge: str
     samples: dict[Cell, list[RecordedSample]]
-    questions: dict[tuple[str, str], str]           # (dataset, prompt_id) -> question
-    answers: dict[tuple[str, str, str], str]        # (dataset, prompt_id, model_id) -> answer
+    questions: dict[tuple[str, str], str]  # (dataset, prompt_id) -> question
+    answers: dict[tuple[str, str, str], str]  # (dataset, prompt_id, model_id) -> answer
     next_index: dict[tuple[str, Cell], int] = field(default_factory=dict)  # (template_hash, cell) -> next index
 
 
@@ -75,9 +75,9 @@ def load_recording(db: str | None, judge: str, replay_judge: str) -> Recording:
     samples: dict[Cell, list[RecordedSample]] = {}
     for dataset, prompt_id, model_a, model_b, _index, score, verdict, raw_text, tokens_out in rows:
         samples.setdefault((dataset, prompt_id, model_a, model_b), []).append(
-            RecordedSample(score, verdict, raw_text, tokens_out))
-    return Recording(judge, samples, questions, answers,
-                     {(t, (d, p, a, b)): n for t, d, p, a, b, n in next_index})
+            RecordedSample(score, verdict, raw_text, tokens_out)
+        )
+    return Recording(judge, samples, questions, answers, {(t, (d, p, a, b)): n for t, d, p, a, b, n in next_index})
 
 
 def label_for(template: Template, score: float, recorded_label: str | None = None) -> str | None:
@@ -95,7 +95,7 @@ class ReplayProvider(Provider):
         super().__init__(spec)
         self.recording = recording
         self.templates = templates if templates is not None else tuple(load_template(n) for n in available_templates())
-        self._lookup: dict[str, dict[str, Cell]] = {}   # template hash -> messages digest -> cell
+        self._lookup: dict[str, dict[str, Cell]] = {}  # template hash -> messages digest -> cell
         self._served: dict[tuple[str, Cell], int] = {}  # requests answered (or failed) per cell so far
         self.calls = 0
         self.tokens_in = 0
@@ -112,8 +112,12 @@ class ReplayProvider(Provider):
         if template.hash not in self._lookup:
             rec = self.recording
             self._lookup[template.hash] = {
-                _digest(template.messages(rec.questions[d, p], rec.answers[d, p, a], rec.answers[d, p, b])):
-                    (d, p, a, b)
+                _digest(template.messages(rec.questions[d, p], rec.answers[d, p, a], rec.answers[d, p, b])): (
+                    d,
+                    p,
+                    a,
+                    b,
+                )
                 for d, p, a, b in rec.samples
                 if (d, p) in rec.questions and (d, p, a) in rec.answers and (d, p, b) in rec.answers
             }
@@ -126,8 +130,10 @@ class ReplayProvider(Provider):
         template = self._template_of(messages)
         cell = self._cells(template).get(_digest(messages))
         if cell is None:
-            raise RecordingMissing(f"no recorded judgment of {self.recording.judge} for this request "
-                                   f"(prompt and answers not in the recording)")
+            raise RecordingMissing(
+                f"no recorded judgment of {self.recording.judge} for this request "
+                f"(prompt and answers not in the recording)"
+            )
         key = (template.hash, cell)
         first = self._served.get(key, self.recording.next_index.get(key, 0))
         self._served[key] = first + n
@@ -135,18 +141,21 @@ class ReplayProvider(Provider):
         dataset, prompt_id, model_a, model_b = cell
         where = f"{dataset}/{prompt_id} {model_a} vs {model_b}"
         if first + n > len(recorded):
-            raise RecordingMissing(f"{self.recording.judge} recorded {len(recorded)} sample(s) of {where}; "
-                                   f"asked for sample {first + n - 1}")
+            raise RecordingMissing(
+                f"{self.recording.judge} recorded {len(recorded)} sample(s) of {where}; "
+                f"asked for sample {first + n - 1}"
+            )
         texts, tokens_out = [], 0
-        for sample in recorded[first:first + n]:
+        for sample in recorded[first : first + n]:
             raw = sample.raw_text or ""
             if sample.score is None:
                 texts.append(raw)  # recorded as unparseable: replayed as such
             else:
                 label = label_for(template, sample.score, sample.verdict)
                 if label is None:
-                    raise RecordingMissing(f"{where}: recorded score {sample.score} has no label in template "
-                                           f"{template.name}")
+                    raise RecordingMissing(
+                        f"{where}: recorded score {sample.score} has no label in template {template.name}"
+                    )
                 texts.append(f"{raw}\n\n[[{label}]]" if raw else f"[[{label}]]")
             tokens_out += sample.tokens_out if sample.tokens_out is not None else estimate_tokens(texts[-1])
         self.tokens_out += tokens_out

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from eqarena.llm.providers import Completion
 from eqarena.judge.templates import Template
 from eqarena.judge.verdict import parse_verdict
+from eqarena.llm.providers import Completion
 from eqarena.warehouse.judgments import JudgmentRow
 
 
@@ -46,16 +46,26 @@ def sample_rows(
         text = completion.texts[i] if i < len(completion.texts) else ""
         verdict = parse_verdict(text, ctx.template)
         unparsed += verdict is None
-        rows.append(JudgmentRow(
-            judge=ctx.judge, template_hash=ctx.template.hash, dataset=ctx.dataset,
-            prompt_id=prompt_id, model_a=model_a, model_b=model_b, sample_index=index,
-            status="ok" if verdict else "unparsed",
-            verdict=verdict.label if verdict else None,
-            score=verdict.score if verdict else None,
-            raw_text=text,
-            error=None if verdict or text else "no output returned",
-            tokens_in=tokens_in[i], tokens_out=tokens_out[i], latency_s=latency_s, run_id=ctx.run_id,
-        ))
+        rows.append(
+            JudgmentRow(
+                judge=ctx.judge,
+                template_hash=ctx.template.hash,
+                dataset=ctx.dataset,
+                prompt_id=prompt_id,
+                model_a=model_a,
+                model_b=model_b,
+                sample_index=index,
+                status="ok" if verdict else "unparsed",
+                verdict=verdict.label if verdict else None,
+                score=verdict.score if verdict else None,
+                raw_text=text,
+                error=None if verdict or text else "no output returned",
+                tokens_in=tokens_in[i],
+                tokens_out=tokens_out[i],
+                latency_s=latency_s,
+                run_id=ctx.run_id,
+            )
+        )
     return rows, unparsed
 
 
@@ -63,8 +73,17 @@ def error_rows(ctx: RowContext, cell: tuple[str, str, str], indices: Sequence[in
     """Rows with status 'error' for samples whose request failed for good (they are planned again)."""
     prompt_id, model_a, model_b = cell
     return [
-        JudgmentRow(judge=ctx.judge, template_hash=ctx.template.hash, dataset=ctx.dataset, prompt_id=prompt_id,
-                    model_a=model_a, model_b=model_b, sample_index=index, status="error", error=error,
-                    run_id=ctx.run_id)
+        JudgmentRow(
+            judge=ctx.judge,
+            template_hash=ctx.template.hash,
+            dataset=ctx.dataset,
+            prompt_id=prompt_id,
+            model_a=model_a,
+            model_b=model_b,
+            sample_index=index,
+            status="error",
+            error=error,
+            run_id=ctx.run_id,
+        )
         for index in indices
     ]

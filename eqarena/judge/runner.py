@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from eqarena.judge.plan import PlannedRequest
+from eqarena.judge.rows import RowContext, error_rows, sample_rows
+from eqarena.judge.templates import Template
 from eqarena.llm.budget import Budget
 from eqarena.llm.calls import CallStats, ProviderRequests
-from eqarena.judge.plan import PlannedRequest
 from eqarena.llm.pricing import Price
 from eqarena.llm.progress import JudgeProgress
 from eqarena.llm.providers import Completion, Provider
-from eqarena.judge.rows import RowContext, error_rows, sample_rows
-from eqarena.judge.templates import Template
 from eqarena.options import GenerationOptions, RetryPolicy, RunLimits
 from eqarena.warehouse.judgments import JudgmentWriter
 
@@ -60,8 +60,17 @@ class JudgeRunner(ProviderRequests):
         progress: JudgeProgress | None = None,
         multi_sample: bool = True,
     ):
-        super().__init__(provider=provider, writer=writer, stats=RunStats(), retry=retry, limits=limits,
-                         options=options, price=price, budget=budget, progress=progress)
+        super().__init__(
+            provider=provider,
+            writer=writer,
+            stats=RunStats(),
+            retry=retry,
+            limits=limits,
+            options=options,
+            price=price,
+            budget=budget,
+            progress=progress,
+        )
         self.template = template
         self.dataset = dataset
         self.prompts = prompts
@@ -124,8 +133,8 @@ class JudgeRunner(ProviderRequests):
             if 0 < returned < n:
                 self.multi_sample = False  # the server ignores n: ask one sample per request from now on
             # No text at all (e.g. filtered output) is recorded as unparseable samples, never dropped.
-            answered = asked[: returned] if returned else asked
-            todo = asked[len(answered):] + todo
+            answered = asked[:returned] if returned else asked
+            todo = asked[len(answered) :] + todo
             cost = self._actual_cost(request, completion, len(answered))
             self.budget.settle(estimate, n, cost, len(answered))
             unparsed = self._write(request, answered, completion=completion, latency=latency)

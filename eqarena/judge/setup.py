@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eqarena.exceptions import EqarenaError
 from eqarena.judge.plan import PlanSummary
-from eqarena.llm.pricing import Price, run_price
-from eqarena.llm.providers import JudgeSpec, parse_judge_spec
 from eqarena.judge.runner import RunStats
 from eqarena.judge.templates import Template, load_template
+from eqarena.llm.pricing import Price, run_price
+from eqarena.llm.providers import JudgeSpec, parse_judge_spec
 from eqarena.options import JudgeOptions, Runner
 
 SPEND_CONFIRM_USD = 1.0  # the main job asks for --max-cost or --yes above this estimated judging cost
@@ -54,18 +55,21 @@ def prepare_judge(options: JudgeOptions) -> JudgeSetup:
     spec = parse_judge_spec(options.judge)
     runner = options.runner
     if spec.provider == "recorded" and (runner.batch or runner.runner is Runner.DASK):
-        raise ValueError(f"{options.judge} replays stored judgments from this process; it cannot be combined "
-                         "with --batch or --runner dask")
+        raise ValueError(
+            f"{options.judge} replays stored judgments from this process; it cannot be combined "
+            "with --batch or --runner dask"
+        )
     template = load_template(options.template)
     price = run_price(spec.provider, spec.model, options.prices, options.caps.max_cost)
     if runner.batch and spec.provider == "gemini":
-        raise ValueError(f"--batch uses the OpenAI Batch API: it needs an openai: or openai-compatible: judge, "
-                         f"not {spec.judge_id}")
+        raise ValueError(
+            f"--batch uses the OpenAI Batch API: it needs an openai: or openai-compatible: judge, not {spec.judge_id}"
+        )
     multi = default_multi_sample(spec) if options.multi_sample is None else options.multi_sample
     return JudgeSetup(spec, template, price, multi)
 
 
-class SpendNotConfirmed(ValueError):
+class SpendNotConfirmed(EqarenaError, ValueError):
     """The judge plan would cost more than SPEND_CONFIRM_USD and nobody capped or confirmed it."""
 
 
@@ -75,4 +79,5 @@ def confirm_spend(plan: PlanSummary, max_cost: float | None, yes: bool) -> None:
     if cost is not None and cost > SPEND_CONFIRM_USD and max_cost is None and not yes:
         raise SpendNotConfirmed(
             f"{plan.line()}: more than ${SPEND_CONFIRM_USD:.2f}, so nothing was sent; "
-            f"cap the spend with --max-cost USD or confirm it with --yes")
+            f"cap the spend with --max-cost USD or confirm it with --yes"
+        )

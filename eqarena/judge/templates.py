@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from eqarena.exceptions import EqarenaError
+
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 DEFAULT_TEMPLATE = "pairwise5"
 PLACEHOLDERS = ("{question}", "{answer_a}", "{answer_b}")
@@ -33,7 +35,7 @@ _HEADER = re.compile(r"^#\s*([a-z_]+):\s*(.*)$")
 _PLACEHOLDER_SPLIT = re.compile("(" + "|".join(re.escape(p) for p in PLACEHOLDERS) + ")")
 
 
-class TemplateError(ValueError):
+class TemplateError(EqarenaError, ValueError):
     """A template file is malformed; the message names the file and line."""
 
 

@@ -50,12 +50,20 @@ class BatchAPIJobs:
     """Submits recorded jobs to the Batch API and hands their results to `import_results` (module
     docstring). Subclasses set `role` and implement the hooks below."""
 
-    role = "judge"   # who the provider is, in the refusal
+    role = "judge"  # who the provider is, in the refusal
 
-    def __init__(self, *, provider: Provider, con: duckdb.DuckDBPyConnection, settings: BatchSettings,
-                 on_status: Callable[[str], None] | None):
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        con: duckdb.DuckDBPyConnection,
+        settings: BatchSettings,
+        on_status: Callable[[str], None] | None,
+    ):
         if not isinstance(provider, OpenAIProvider):
-            raise ValueError(f"--batch needs an openai: or openai-compatible: {self.role}, not {provider.spec.judge_id}")
+            raise ValueError(
+                f"--batch needs an openai: or openai-compatible: {self.role}, not {provider.spec.judge_id}"
+            )
         self.provider = provider
         self.client = provider.client
         self.con = con
@@ -82,8 +90,10 @@ class BatchAPIJobs:
 
     def jsonl(self, job_id: str) -> bytes:
         """The Batch API input file of a job."""
-        lines = [json.dumps({"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body})
-                 for custom_id, body in self.request_bodies(job_id)]
+        lines = [
+            json.dumps({"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body})
+            for custom_id, body in self.request_bodies(job_id)
+        ]
         return ("\n".join(lines) + "\n").encode()
 
     async def submit(self, job_id: str) -> None:
@@ -98,8 +108,10 @@ class BatchAPIJobs:
             existing = await self._find_batch(job)
             if existing is None:
                 existing = await self.client.batches.create(
-                    input_file_id=job.input_file_id, endpoint=ENDPOINT,
-                    completion_window=self.settings.completion_window, metadata={"eqarena_job": job_id},
+                    input_file_id=job.input_file_id,
+                    endpoint=ENDPOINT,
+                    completion_window=self.settings.completion_window,
+                    metadata={"eqarena_job": job_id},
                 )
             self.update_job(job_id, status="submitted", batch_id=existing.id, provider_status=existing.status)
             self.on_status(f"batch job {job_id}: batch {existing.id} {existing.status}")

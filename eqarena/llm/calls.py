@@ -77,8 +77,8 @@ class ProviderRequests:
     flushing; a subclass decides what each request asks and what becomes of the answer. Use as an
     async context manager (it starts and stops the background flush)."""
 
-    role = "judge"          # what the provider's model is to the run, in messages
-    results = "judgments"   # what the run stores, in messages
+    role = "judge"  # what the provider's model is to the run, in messages
+    results = "judgments"  # what the run stores, in messages
 
     def __init__(
         self,
@@ -168,9 +168,11 @@ class ProviderRequests:
             self.stop_signal = signum
             if self._in_flight:
                 grace = stop_grace_s()
-                self.progress.note(f"eqarena: stopping: waiting up to {grace:g} s for the {self._in_flight} "
-                                   f"requests in flight, paid for already, to store their {self.results} "
-                                   "(press Ctrl-C again to stop without them)")
+                self.progress.note(
+                    f"eqarena: stopping: waiting up to {grace:g} s for the {self._in_flight} "
+                    f"requests in flight, paid for already, to store their {self.results} "
+                    "(press Ctrl-C again to stop without them)"
+                )
                 asyncio.get_running_loop().call_later(grace, self._give_up, task, f"after {grace:g} s")
             return
         self._give_up(task, "now")
@@ -215,14 +217,18 @@ class ProviderRequests:
 
     def _fatal_error(self, exc: BaseException) -> FatalProviderError:
         if not self.provider.is_refused(exc):
-            return FatalProviderError(f"{self.role} {self.provider_id} refused the request: {self.provider.describe(exc)}")
+            return FatalProviderError(
+                f"{self.role} {self.provider_id} refused the request: {self.provider.describe(exc)}"
+            )
         where = self.provider.base_url
         if not self.answered:
             return JudgeUnreachableError(f"cannot reach the {self.role} at {where}: connection refused")
         attempts = f"{self.retry.attempts} attempt" + ("s" if self.retry.attempts != 1 else "")
-        return JudgeUnreachableError(f"the {self.role} at {where} stopped answering: connection refused after "
-                                     f"{attempts}; the {self.results} made are stored, run the same command "
-                                     "again to continue")
+        return JudgeUnreachableError(
+            f"the {self.role} at {where} stopped answering: connection refused after "
+            f"{attempts}; the {self.results} made are stored, run the same command "
+            "again to continue"
+        )
 
     def _worth_retrying(self, exc: BaseException) -> bool:
         """Transient failures, but no refused connection before the provider answered once, and nothing
@@ -270,5 +276,7 @@ class ProviderRequests:
 
     def _billed(self, completion: Completion, tokens_in: int, tokens_out: int) -> float:
         """What a returned request cost: its reported usage, the estimates where the server reports none."""
-        return self._cost(completion.tokens_in if completion.tokens_in is not None else tokens_in,
-                          completion.tokens_out if completion.tokens_out is not None else tokens_out)
+        return self._cost(
+            completion.tokens_in if completion.tokens_in is not None else tokens_in,
+            completion.tokens_out if completion.tokens_out is not None else tokens_out,
+        )

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
+from eqarena.exceptions import EqarenaError
 
 DEFAULT_PRICES_FILE = Path(__file__).resolve().parent / "prices.toml"
 
 
-class PriceError(ValueError):
+class PriceError(EqarenaError, ValueError):
     """A price file is malformed; the message names the file and the entry."""
 
 
@@ -63,9 +64,9 @@ def _read(path: Path) -> tuple[dict[str, dict[str, tuple[float, float]]], float 
     entries: dict[str, dict[str, tuple[float, float]]] = {}
     for provider, models in data.items():
         if not isinstance(models, dict):
-            raise PriceError(f"{path}: {provider!r} must be a table of models, e.g. [{provider}.\"MODEL\"]")
+            raise PriceError(f'{path}: {provider!r} must be a table of models, e.g. [{provider}."MODEL"]')
         for model, price in models.items():
-            where = f"{path}: [{provider}.\"{model}\"]"
+            where = f'{path}: [{provider}."{model}"]'
             if not isinstance(price, dict) or set(price) != {"input", "output"}:
                 raise PriceError(f"{where} needs exactly `input` and `output` (USD per million tokens)")
             values = (price["input"], price["output"])
@@ -93,7 +94,7 @@ def run_price(provider: str, model: str, prices: str | Path | None, max_cost: fl
     if max_cost is not None and price is None:
         raise PriceError(
             f"--max-cost: no price for {provider}:{model}; give one with --prices FILE "
-            f"([{provider}.\"{model}\"] input = ..., output = ... in USD per million tokens)"
+            f'([{provider}."{model}"] input = ..., output = ... in USD per million tokens)'
         )
     return price
 

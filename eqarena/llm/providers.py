@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 import httpx2
 
-from eqarena.exceptions import exception_chain
+from eqarena.exceptions import EqarenaError, exception_chain
 from eqarena.options import GenerationOptions
 
 PROVIDERS = ("openai", "gemini", "openai-compatible", "recorded")
@@ -44,11 +44,11 @@ Messages = list[dict[str, str]]  # [{"role": "system"|"user", "content": ...}]
 _KEY_PATTERNS = re.compile(r"(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,})")
 
 
-class JudgeSpecError(ValueError):
+class JudgeSpecError(EqarenaError, ValueError):
     """A provider spec string (--judge, --model) is malformed or its key is missing."""
 
 
-class FatalProviderError(RuntimeError):
+class FatalProviderError(EqarenaError, RuntimeError):
     """The provider refuses every request (bad key, no access, unknown model): the run stops."""
 
 
@@ -69,8 +69,12 @@ class JudgeSpec:
         return f"{self.provider}:{self.model}"
 
 
-_SPEC_FORMS = {"openai": "openai:MODEL", "gemini": "gemini:MODEL",
-               "openai-compatible": "openai-compatible:MODEL@BASE_URL", "recorded": "recorded:JUDGE"}
+_SPEC_FORMS = {
+    "openai": "openai:MODEL",
+    "gemini": "gemini:MODEL",
+    "openai-compatible": "openai-compatible:MODEL@BASE_URL",
+    "recorded": "recorded:JUDGE",
+}
 
 
 def parse_judge_spec(spec: str, option: str = "--judge", providers: tuple[str, ...] = PROVIDERS) -> JudgeSpec:
@@ -182,7 +186,8 @@ class Provider(ABC):
         """A connection error, reset or timeout (worth retrying)."""
 
     async def aclose(self) -> None:
-        """Release the HTTP connections."""
+        """Release the HTTP connections; by default there are none to release, and this does nothing."""
+        return None
 
     def is_transient(self, exc: BaseException) -> bool:
         """Worth retrying: network errors, timeouts, 408/409/429 and 5xx."""
@@ -300,7 +305,9 @@ class GeminiProvider(Provider):
             max_output_tokens=options.max_tokens,
             temperature=options.temperature,
         )
-        response = await self.client.aio.models.generate_content(model=self.spec.model, contents=contents, config=config)
+        response = await self.client.aio.models.generate_content(
+            model=self.spec.model, contents=contents, config=config
+        )
         texts = []
         for candidate in sorted(response.candidates or [], key=lambda c: c.index or 0):
             parts = (candidate.content.parts if candidate.content else None) or []
@@ -308,7 +315,9 @@ class GeminiProvider(Provider):
         usage = response.usage_metadata
         tokens_out = None
         if usage is not None and usage.candidates_token_count is not None:
-            tokens_out = usage.candidates_token_count + (usage.thoughts_token_count or 0)  # thoughts are billed as output
+            tokens_out = usage.candidates_token_count + (
+                usage.thoughts_token_count or 0
+            )  # thoughts are billed as output
         return Completion(
             texts=tuple(texts),
             tokens_in=usage.prompt_token_count if usage is not None else None,

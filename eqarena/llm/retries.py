@@ -24,7 +24,8 @@ class wait_retry_after:
 
 
 def retrying(
-    worth_retrying: Callable[[BaseException], bool], policy: RetryPolicy,
+    worth_retrying: Callable[[BaseException], bool],
+    policy: RetryPolicy,
     on_retry: Callable[[BaseException], None] | None = None,
 ) -> tenacity.AsyncRetrying:
     """An AsyncRetrying for `async for attempt in ...: with attempt: ...` that retries the failures
@@ -38,7 +39,9 @@ def retrying(
     return tenacity.AsyncRetrying(
         stop=tenacity.stop_after_attempt(policy.attempts),
         wait=wait_retry_after(
-            tenacity.wait_exponential_jitter(initial=policy.initial_wait_s, max=policy.max_wait_s, jitter=policy.initial_wait_s),
+            tenacity.wait_exponential_jitter(
+                initial=policy.initial_wait_s, max=policy.max_wait_s, jitter=policy.initial_wait_s
+            ),
             cap_s=policy.max_retry_after_s,
         ),
         retry=tenacity.retry_if_exception(worth_retrying),

@@ -30,6 +30,7 @@ from contextlib import ExitStack
 
 import httpx
 
+from eqarena.exceptions import EqarenaError
 from eqarena.orchestration.prefect_exit import release_prefect_at_exit
 
 STOP_GRACE_S = 1.0  # an idle server stops in about 0.2 s after SIGTERM
@@ -50,7 +51,7 @@ main()
 """
 
 
-class TemporaryApiError(RuntimeError):
+class TemporaryApiError(EqarenaError, RuntimeError):
     """The temporary Prefect API did not come up."""
 
 
@@ -67,11 +68,31 @@ def start_temporary_api(timeout_s: float) -> tuple[subprocess.Popen, str]:
     from prefect.settings import get_current_settings
 
     port = _free_port()
-    env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
-           "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
-    args = [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()),
-            "--app-dir", str(prefect.__module_path__.parent), "--factory", "prefect.server.api.server:create_app",
-            "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
+    env = {
+        **os.environ,
+        **get_current_settings().to_environment_variables(exclude_unset=True),
+        "PREFECT_UI_ENABLED": "0",
+        "PREFECT__SERVER_EPHEMERAL": "1",
+        "PREFECT__SERVER_FINAL": "1",
+    }
+    args = [
+        sys.executable,
+        "-c",
+        _DIE_WITH_PARENT,
+        str(os.getpid()),
+        "--app-dir",
+        str(prefect.__module_path__.parent),
+        "--factory",
+        "prefect.server.api.server:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+        "--lifespan",
+        "on",
+    ]
     errors = tempfile.TemporaryFile()  # a file, not a pipe: nobody reads it while the server runs
     process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
     atexit.register(stop_temporary_api, process)
@@ -82,8 +103,10 @@ def start_temporary_api(timeout_s: float) -> tuple[subprocess.Popen, str]:
             if process.poll() is not None:
                 errors.seek(0)
                 error = errors.read().decode(errors="replace").strip().splitlines()[-1:]
-                raise TemporaryApiError(f"the temporary Prefect API server exited with code {process.returncode}"
-                                        + (f": {error[0]}" if error else ""))
+                raise TemporaryApiError(
+                    f"the temporary Prefect API server exited with code {process.returncode}"
+                    + (f": {error[0]}" if error else "")
+                )
             try:
                 if client.get(f"{url}/health", timeout=2).status_code == 200:
                     return process, url
@@ -91,8 +114,10 @@ def start_temporary_api(timeout_s: float) -> tuple[subprocess.Popen, str]:
                 pass
             time.sleep(0.1)
     stop_temporary_api(process)
-    raise TemporaryApiError(f"the temporary Prefect API server did not answer within {timeout_s:.0f} s "
-                            "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS); or set PREFECT_API_URL")
+    raise TemporaryApiError(
+        f"the temporary Prefect API server did not answer within {timeout_s:.0f} s "
+        "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS); or set PREFECT_API_URL"
+    )
 
 
 def stop_temporary_api(process: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:

@@ -71,8 +71,11 @@ def publish_ratings(run_id: str, dataset: str, rows: list[dict]) -> None:
         return
     from prefect.artifacts import create_table_artifact
 
-    create_table_artifact(key=artifact_key("ratings", dataset), table=rows,
-                          description=f"eqarena model ratings of rate run {run_id} on {dataset}")
+    create_table_artifact(
+        key=artifact_key("ratings", dataset),
+        table=rows,
+        description=f"eqarena model ratings of rate run {run_id} on {dataset}",
+    )
 
 
 def publish_report_link(run_id: str, dataset: str, path: Path) -> None:
@@ -81,5 +84,9 @@ def publish_report_link(run_id: str, dataset: str, path: Path) -> None:
         return
     from prefect.artifacts import create_link_artifact
 
-    create_link_artifact(key=artifact_key("report", dataset), link=path.resolve().as_uri(),
-                         link_text=path.name, description=f"eqarena report of rate run {run_id}")
+    create_link_artifact(
+        key=artifact_key("report", dataset),
+        link=path.resolve().as_uri(),
+        link_text=path.name,
+        description=f"eqarena report of rate run {run_id}",
+    )

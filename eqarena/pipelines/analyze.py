@@ -18,10 +18,10 @@ import numpy as np
 import polars as pl
 
 from eqarena.methods import parse_methods, tensor_methods
-from eqarena.report.analysis_headlines import clone_headline, risk_headline, risk_sentence
-from eqarena.report.verdict import headline_method
 from eqarena.options import CloneOptions, RiskOptions
 from eqarena.orchestration.steps import run_logger
+from eqarena.report.analysis_headlines import clone_headline, risk_headline, risk_sentence
+from eqarena.report.verdict import headline_method
 from eqarena.tasks.analysis_io import read_rate_game, read_selected_equilibrium, top_model, write_analysis_run
 from eqarena.tasks.clone_analysis import clone_frames, run_clone_experiment
 from eqarena.tasks.risk_analysis import EQUILIBRIUM_TOL, enumerate_pure_nash, rank_risk, risk_frames, search_equilibria
@@ -53,8 +53,9 @@ class ComputedAnalysis:
     started: float  # perf_counter at its start
 
 
-def analyze_clones(options: CloneOptions = CloneOptions(), run_id: str | None = None,
-                db: str | None = None) -> AnalysisResult:
+def analyze_clones(
+    options: CloneOptions = CloneOptions(), run_id: str | None = None, db: str | None = None
+) -> AnalysisResult:
     """Add copies of prompts adversarial to `options.target` (default: rate run `run_id`'s top NE
     model; run default: the latest), exact and noisy, and rank the models by every method (default:
     the rate run's) at every count (paper Section 4.2, App. F.5)."""
@@ -64,8 +65,13 @@ def analyze_clones(options: CloneOptions = CloneOptions(), run_id: str | None = 
     return write_computed(db, clones_of(game, options, top, db, t0))
 
 
-def clones_of(game: RunGame, options: CloneOptions, top: tuple[str, str] | None, db: str | None = None,
-              started: float | None = None) -> ComputedAnalysis:
+def clones_of(
+    game: RunGame,
+    options: CloneOptions,
+    top: tuple[str, str] | None,
+    db: str | None = None,
+    started: float | None = None,
+) -> ComputedAnalysis:
     """`analyze_clones` on `game` without reading or writing the warehouse; `top`: (model, method) of the
     rate run's best model, the target when `options.target` is None."""
     log, t0 = RunLog(db, "clones", {}, start=False), perf_counter() if started is None else started
@@ -78,18 +84,34 @@ def clones_of(game: RunGame, options: CloneOptions, top: tuple[str, str] | None,
     outcomes = run_clone_experiment(game, options)
     frames = clone_frames(game, options, outcomes)
     log.timings["experiment"] = perf_counter() - t0
-    parameters = {"source_run_id": game.run_id, "dataset": game.dataset, "target": options.target,
-                  "lambda": options.lam, "seed": options.seed, "ns_exact": list(options.ns_exact),
-                  "ns_noisy": list(options.ns_noisy), "noise": options.noise, "methods": list(options.methods)}
+    parameters = {
+        "source_run_id": game.run_id,
+        "dataset": game.dataset,
+        "target": options.target,
+        "lambda": options.lam,
+        "seed": options.seed,
+        "ns_exact": list(options.ns_exact),
+        "ns_noisy": list(options.ns_noisy),
+        "noise": options.noise,
+        "methods": list(options.methods),
+    }
     summary += frames["clone_verdicts"]["verdict"].to_list()
     headline = clone_headline(frames["clone_robustness"], headline_method(list(options.methods)), options.target)
-    return ComputedAnalysis(log, game, frames, parameters,
-                            f"{len(outcomes)} (variant, n, method) outcomes on {game.u_king.shape[0]} prompts",
-                            summary, headline, t0)
+    return ComputedAnalysis(
+        log,
+        game,
+        frames,
+        parameters,
+        f"{len(outcomes)} (variant, n, method) outcomes on {game.u_king.shape[0]} prompts",
+        summary,
+        headline,
+        t0,
+    )
 
 
-def analyze_risk(options: RiskOptions = RiskOptions(), run_id: str | None = None,
-              db: str | None = None) -> AnalysisResult:
+def analyze_risk(
+    options: RiskOptions = RiskOptions(), run_id: str | None = None, db: str | None = None
+) -> AnalysisResult:
     """Enumerate the pure NEs of rate run `run_id`'s game (default: the latest), search
     `options.equilibria` distinct NEs (equilibrium 0 = the run's selected NE) and rank them by risk:
     expected payoffs when co-players draw their equilibria from uniform priors, and from priors updated
@@ -99,8 +121,9 @@ def analyze_risk(options: RiskOptions = RiskOptions(), run_id: str | None = None
     return write_computed(db, risk_of(game, read_selected_equilibrium(db, game, "ne"), options, db, t0))
 
 
-def risk_of(game: RunGame, selected: list[np.ndarray], options: RiskOptions, db: str | None = None,
-            started: float | None = None) -> ComputedAnalysis:
+def risk_of(
+    game: RunGame, selected: list[np.ndarray], options: RiskOptions, db: str | None = None, started: float | None = None
+) -> ComputedAnalysis:
     """`analyze_risk` on `game` and its selected NE's marginals, without reading or writing the warehouse."""
     log, t0 = RunLog(db, "risk", {}, start=False), perf_counter() if started is None else started
     pure = enumerate_pure_nash(game)
@@ -108,18 +131,36 @@ def risk_of(game: RunGame, selected: list[np.ndarray], options: RiskOptions, db:
     findings = rank_risk(game, found, options.eta, options.steps)
     frames = risk_frames(game, pure, findings)
     log.timings.update(search=findings.search_seconds, total=perf_counter() - t0)
-    parameters = {"source_run_id": game.run_id, "dataset": game.dataset, "num": options.equilibria,
-                  "seed": options.seed, "eta": options.eta, "steps": options.steps,
-                  "equilibrium_tol": EQUILIBRIUM_TOL}
-    summary = [f"{len(pure)} pure-strategy Nash equilibria; {len(findings.exploitability)} distinct Nash "
-               f"equilibria with exploitability <= {EQUILIBRIUM_TOL:g} among {options.equilibria} searched",
-               risk_sentence(frames["risk_dominance"])]
+    parameters = {
+        "source_run_id": game.run_id,
+        "dataset": game.dataset,
+        "num": options.equilibria,
+        "seed": options.seed,
+        "eta": options.eta,
+        "steps": options.steps,
+        "equilibrium_tol": EQUILIBRIUM_TOL,
+    }
+    summary = [
+        f"{len(pure)} pure-strategy Nash equilibria; {len(findings.exploitability)} distinct Nash "
+        f"equilibria with exploitability <= {EQUILIBRIUM_TOL:g} among {options.equilibria} searched",
+        risk_sentence(frames["risk_dominance"]),
+    ]
     ratings = frames["risk_equilibrium_ratings"]
-    headline = risk_headline(frames["risk_dominance"], ratings.filter(ratings["player"] == "king"),
-                             frames["pure_nash_equilibria"]["king"].to_list())
-    return ComputedAnalysis(log, game, frames, parameters,
-                            f"{len(findings.exploitability)} distinct NEs of {options.equilibria} searched; "
-                            f"{len(pure)} pure NEs", summary, headline, t0)
+    headline = risk_headline(
+        frames["risk_dominance"],
+        ratings.filter(ratings["player"] == "king"),
+        frames["pure_nash_equilibria"]["king"].to_list(),
+    )
+    return ComputedAnalysis(
+        log,
+        game,
+        frames,
+        parameters,
+        f"{len(findings.exploitability)} distinct NEs of {options.equilibria} searched; {len(pure)} pure NEs",
+        summary,
+        headline,
+        t0,
+    )
 
 
 def write_computed(db: str | None, computed: ComputedAnalysis) -> AnalysisResult:
@@ -128,5 +169,11 @@ def write_computed(db: str | None, computed: ComputedAnalysis) -> AnalysisResult
     write_analysis_run(db, run, computed.frames)
     for line in [computed.headline, *computed.summary]:
         run_logger().info(line)
-    return AnalysisResult(run.run_id, run.kind, computed.game.run_id, computed.summary,
-                          perf_counter() - computed.started, computed.headline)
+    return AnalysisResult(
+        run.run_id,
+        run.kind,
+        computed.game.run_id,
+        computed.summary,
+        perf_counter() - computed.started,
+        computed.headline,
+    )

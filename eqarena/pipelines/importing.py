@@ -25,9 +25,10 @@ def import_data(options: ImportOptions, db: str | None = None) -> ImportSummary:
             check_score_judges(db, imported)
         with log.timed("write"), stage("writing to the warehouse"):
             summary = write_dataset(db, imported.dataset, options.replace, log.run_id)
-        log.finish(parameters={**log.run.parameters, "dataset": summary.dataset},
-                   data_fingerprint=imported.dataset.fingerprint(),
-                   message=f"{summary.dataset}: {summary.new} new, {summary.unchanged} unchanged, "
-                           f"{summary.changed} changed" + "".join(f"; {note}" for note in imported.notes))
-    return ImportSummary(summary=summary, notes=imported.notes,
-                         judges=imported.dataset.judges)
+        log.finish(
+            parameters={**log.run.parameters, "dataset": summary.dataset},
+            data_fingerprint=imported.dataset.fingerprint(),
+            message=f"{summary.dataset}: {summary.new} new, {summary.unchanged} unchanged, "
+            f"{summary.changed} changed" + "".join(f"; {note}" for note in imported.notes),
+        )
+    return ImportSummary(summary=summary, notes=imported.notes, judges=imported.dataset.judges)

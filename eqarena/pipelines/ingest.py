@@ -22,7 +22,9 @@ def ingest(options: IngestOptions = IngestOptions(), db: str | None = None) -> I
             data = read_dataset(options.source, options.name)
         with log.timed("write"), stage("writing to the warehouse"):
             summary = write_dataset(db, data, options.replace, log.run_id)
-        log.finish(parameters={**log.run.parameters, "dataset": summary.dataset},
-                   data_fingerprint=data.fingerprint(), message=f"{summary.dataset}: {summary.new} new, "
-                   f"{summary.unchanged} unchanged, {summary.changed} changed")
+        log.finish(
+            parameters={**log.run.parameters, "dataset": summary.dataset},
+            data_fingerprint=data.fingerprint(),
+            message=f"{summary.dataset}: {summary.new} new, {summary.unchanged} unchanged, {summary.changed} changed",
+        )
     return summary

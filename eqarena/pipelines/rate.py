@@ -1,6 +1,6 @@
 """Pipeline `rate`: judgments -> payoff tensor -> every chosen rating method -> warehouse (one run_id).
 
-    assemble (missing-cell policy) -> rate_method per method -> bootstrap the equilibria -> write (one transaction)
+assemble (missing-cell policy) -> rate_method per method -> bootstrap the equilibria -> write (one transaction)
 """
 
 from __future__ import annotations
@@ -11,22 +11,22 @@ from typing import Callable
 import numpy as np
 
 from eqarena.options import RateOptions
-from eqarena.orchestration.runtime import publish_ratings
 from eqarena.orchestration.progress import stage
+from eqarena.orchestration.runtime import publish_ratings
 from eqarena.orchestration.steps import run_logger
-from eqarena.tasks.assemble import assemble
 from eqarena.runtime.worker_count import chosen_methods, planned_bootstrap_workers
 from eqarena.runtime.worker_pool import prewarm_workers, release_prewarmed
-from eqarena.tasks.rate_groups import rate_groups
+from eqarena.tasks.assemble import assemble
 from eqarena.tasks.rate import (
+    Solved,
     bootstrap_equilibria,
     method_battles,
     rate_method,
     rate_parameters,
-    Solved,
     solved_twin,
     write_run,
 )
+from eqarena.tasks.rate_groups import rate_groups
 from eqarena.tasks.runs import RunLog
 from eqarena.warehouse.tensor import PayoffTensor
 
@@ -53,8 +53,9 @@ class SolvedRun:
     solved: list[Solved]
 
 
-def rate(options: RateOptions, db: str | None = None,
-         on_solved: Callable[[SolvedRun], None] | None = None) -> RateResult:
+def rate(
+    options: RateOptions, db: str | None = None, on_solved: Callable[[SolvedRun], None] | None = None
+) -> RateResult:
     """Rate the models and prompts of `options.dataset` from the pooled judgments of `options.judges`
     by each of `options.methods` (the method registry's names) and store everything under a new run_id.
     The bootstrap (`options.bootstrap`) gives every equilibrium method's intervals and rank
@@ -79,7 +80,8 @@ def _rate(options: RateOptions, db: str | None, on_solved, methods: tuple[str, .
         parameters["prompt_groups"] = assembled.grouping
     run_logger().info(
         f"u_king {tensor.shape[0]} prompts x {tensor.shape[1]} models from {len(assembled.battles['score'])} "
-        f"ok judgments of {', '.join(tensor.judges)}; {assembled.dropped.summary()}")
+        f"ok judgments of {', '.join(tensor.judges)}; {assembled.dropped.summary()}"
+    )
     solved = []
     boot = options.bootstrap
     battles = method_battles(db, tensor, assembled.battles, options, methods)
@@ -93,27 +95,42 @@ def _rate(options: RateOptions, db: str | None, on_solved, methods: tuple[str, .
         on_solved(SolvedRun(log.run_id, tensor, methods, list(solved)))
     with log.timed("bootstrap"), stage("bootstrap replicates", total=boot.replicates) as done:
         intervals, parameters["bootstrap_equilibria"] = bootstrap_equilibria(
-            tensor, assembled.battles, solved, boot, progress=done, source=assembled.replicates)
+            tensor, assembled.battles, solved, boot, progress=done, source=assembled.replicates
+        )
     notes = _group_game_notes(assembled) + _twin_notes(solved) + _bootstrap_notes(parameters["bootstrap_equilibria"])
     groups = []
     if options.by is not None:
         with log.timed(f"by-{options.by.value}"), stage(f"rating each {options.by.value}") as done:
             groups = rate_groups(db, options, methods, progress=done)
         notes += _group_notes(groups)
-    run = log.record(parameters=parameters, data_fingerprint=tensor.fingerprint,
-                     message=assembled.dropped.summary())
+    run = log.record(parameters=parameters, data_fingerprint=tensor.fingerprint, message=assembled.dropped.summary())
     with log.timed("write"), stage("writing the run"):
         write_run(db, run, assembled, solved, intervals, groups)
     run_id, timings = run.run_id, log.timings
-    publish_ratings(run_id, options.dataset, [
-        {"method": r.method, "model": model, "rating": round(float(value), 6)}
-        for s in solved for r in s.ratings if r.player == "king" for model, value in zip(r.actions, r.rating)])
+    publish_ratings(
+        run_id,
+        options.dataset,
+        [
+            {"method": r.method, "model": model, "rating": round(float(value), 6)}
+            for s in solved
+            for r in s.ratings
+            if r.player == "king"
+            for model, value in zip(r.actions, r.rating)
+        ],
+    )
     exploitability = {s.method: s.equilibrium.exploitability for s in solved if s.equilibrium is not None}
     for method, value in exploitability.items():
         run_logger().info(f"{method}: exploitability {value:.2e} ({timings[method]:.1f} s)")
-    return RateResult(run_id=run_id, dataset=options.dataset, judges=tuple(tensor.judges), shape=tensor.shape,
-                      dropped=assembled.dropped.summary(), exploitability=exploitability, timings=timings,
-                      notes=notes)
+    return RateResult(
+        run_id=run_id,
+        dataset=options.dataset,
+        judges=tuple(tensor.judges),
+        shape=tensor.shape,
+        dropped=assembled.dropped.summary(),
+        exploitability=exploitability,
+        timings=timings,
+        notes=notes,
+    )
 
 
 def _group_game_notes(assembled) -> tuple[str, ...]:
@@ -124,12 +141,16 @@ def _group_game_notes(assembled) -> tuple[str, ...]:
     smoothed = tensor.imputed.sum(axis=(1, 2)) / max(tensor.shape[1] * (tensor.shape[1] - 1), 1)
     log = assembled.replicates.battles
     battles = np.bincount(log.member_group, minlength=log.num_groups)
-    shown = "; ".join(f"{g}: {n:,} battles, {s:.0%} of pairs smoothed only"
-                      for g, n, s in list(zip(tensor.prompts, battles, smoothed))[:8])
+    shown = "; ".join(
+        f"{g}: {n:,} battles, {s:.0%} of pairs smoothed only"
+        for g, n, s in list(zip(tensor.prompts, battles, smoothed))[:8]
+    )
     more = f"; ... (+{len(smoothed) - 8} more)" if len(smoothed) > 8 else ""
-    return (f"prompt groups by {assembled.grouping}: {len(tensor.prompts)} group(s) as the prompt player's actions, "
-            f"payoffs from every battle of a group by a Bradley-Terry fit shrunk towards the global one "
-            f"(shrinkage {assembled.replicates.full.shrinkage:g}); {shown}{more}",)
+    return (
+        f"prompt groups by {assembled.grouping}: {len(tensor.prompts)} group(s) as the prompt player's actions, "
+        f"payoffs from every battle of a group by a Bradley-Terry fit shrunk towards the global one "
+        f"(shrinkage {assembled.replicates.full.shrinkage:g}); {shown}{more}",
+    )
 
 
 def _group_notes(groups) -> tuple[str, ...]:
@@ -157,5 +178,7 @@ def _bootstrap_notes(diagnostics: dict) -> tuple[str, ...]:
     """One line on the equilibria's bootstrap: replicates used of the most allowed, and why it stopped."""
     if not diagnostics:
         return ()
-    return (f"bootstrap: {diagnostics['replicates']} of at most {diagnostics['max_replicates']} replicates per "
-            f"method and scheme ({diagnostics['stopped']}; {diagnostics['seconds']:.1f} s)",)
+    return (
+        f"bootstrap: {diagnostics['replicates']} of at most {diagnostics['max_replicates']} replicates per "
+        f"method and scheme ({diagnostics['stopped']}; {diagnostics['seconds']:.1f} s)",
+    )

@@ -21,6 +21,7 @@ from eqarena.pipelines.ingest import ingest
 from eqarena.pipelines.rate import rate as rate_pipeline
 from eqarena.pipelines.report import report
 from eqarena.pipelines.run import judge_missing, run_analyses
+from eqarena.report.directory import report_dir
 from eqarena.tasks.rate import rate_parameters
 from eqarena.tasks.refresh import (
     current_analyses,
@@ -28,7 +29,6 @@ from eqarena.tasks.refresh import (
     fingerprint_rate_inputs,
     writing_the_warehouse,
 )
-from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
 
 
@@ -50,16 +50,21 @@ class RefreshSummary:
     def line(self) -> str:
         """The one line a refresh reports."""
         if self.unchanged:
-            return (f"refresh: nothing new; 0 judge calls, no new rate run (ratings of {self.rate_run_id} "
-                    f"are current); report {self.report_path}")
-        rate = (f"new rate run {self.rate_run_id}" if self.new_rate_run
-                else f"ratings of {self.rate_run_id} still current")
-        return (f"refresh: {self.new_rows:,} new rows, {self.judge_calls:,} judge calls, {rate}; "
-                f"report {self.report_path}")
+            return (
+                f"refresh: nothing new; 0 judge calls, no new rate run (ratings of {self.rate_run_id} "
+                f"are current); report {self.report_path}"
+            )
+        rate = (
+            f"new rate run {self.rate_run_id}" if self.new_rate_run else f"ratings of {self.rate_run_id} still current"
+        )
+        return (
+            f"refresh: {self.new_rows:,} new rows, {self.judge_calls:,} judge calls, {rate}; report {self.report_path}"
+        )
 
 
-def refresh(options: MainJobOptions = MainJobOptions(), db: str | None = None,
-            wait_s: float | None = None) -> RefreshSummary:
+def refresh(
+    options: MainJobOptions = MainJobOptions(), db: str | None = None, wait_s: float | None = None
+) -> RefreshSummary:
     """Bring the ratings of `options.source` by `options.judge` up to date, doing only what new data
     requires (module docstring); `wait_s` bounds the wait for a refresh already writing the warehouse."""
     methods = parse_methods(options.rate.methods)
@@ -91,8 +96,9 @@ def refresh(options: MainJobOptions = MainJobOptions(), db: str | None = None,
             kinds = tuple(a.value for a in options.analyses.run)
             done = () if new_rate_run else current_analyses(db, rate_run_id, kinds)
             summaries = run_analyses(options.analyses, rate_run_id, methods, db, skip=done)
-        analysed = any(kind not in done and not lines[0].startswith("risk analysis skipped")
-                       for kind, lines in summaries.items())
+        analysed = any(
+            kind not in done and not lines[0].startswith("risk analysis skipped") for kind, lines in summaries.items()
+        )
 
         report_path = (Path(options.out_dir) / f"eqarena-{rate_run_id}.html").resolve()
         if new_rate_run or analysed or not report_path.exists():
@@ -100,11 +106,23 @@ def refresh(options: MainJobOptions = MainJobOptions(), db: str | None = None,
                 report_path = Path(report(rate_run_id, options.out_dir, db)).resolve()
             steps["report"] = str(report_path)
 
-        summary = RefreshSummary(run_id=log.run_id, rate_run_id=rate_run_id, new_rate_run=new_rate_run,
-                                 judge_calls=judge_calls, new_rows=new_rows, report_path=report_path,
-                                 db_path=warehouse_path(db), steps=steps)
-        parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rate_run_id,
-                      "new_rate_run": new_rate_run, "judge_calls": judge_calls}
+        summary = RefreshSummary(
+            run_id=log.run_id,
+            rate_run_id=rate_run_id,
+            new_rate_run=new_rate_run,
+            judge_calls=judge_calls,
+            new_rows=new_rows,
+            report_path=report_path,
+            db_path=warehouse_path(db),
+            steps=steps,
+        )
+        parameters = {
+            **as_parameters(options),
+            "dataset": dataset,
+            "rate_run_id": rate_run_id,
+            "new_rate_run": new_rate_run,
+            "judge_calls": judge_calls,
+        }
         log.finish(parameters=parameters, data_fingerprint=inputs.fingerprint, message=summary.line())
     run_logger().info(summary.line())
     return summary

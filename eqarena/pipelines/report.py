@@ -12,8 +12,9 @@ from eqarena.report.directory import report_dir
 from eqarena.tasks.report import load_report_data, write_report
 
 
-def report(run_id: str | None = None, out_dir: str = DEFAULT_OUT_DIR, db: str | None = None,
-           drawing: Executor | None = None) -> Path:
+def report(
+    run_id: str | None = None, out_dir: str = DEFAULT_OUT_DIR, db: str | None = None, drawing: Executor | None = None
+) -> Path:
     """Write the HTML report of rate run `run_id` (default: the latest finished one) into `out_dir`;
     `drawing`: helper processes that draw its figures too (`report.drawing`), if any."""
     report_dir(out_dir)  # before any work: a file in the way is said at once

@@ -13,25 +13,25 @@ after the plan is printed and its cost confirmed.
 from __future__ import annotations
 
 from concurrent.futures import Executor, Future
-from importlib import import_module
 from dataclasses import dataclass, field, replace
+from importlib import import_module
 from pathlib import Path
 from typing import Callable, Mapping
 
 from eqarena import options as opts
 from eqarena.methods import parse_methods
 from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters, is_recorded_judge
-from eqarena.runtime.background import in_background
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import in_flow_run, run_logger
 from eqarena.pipelines.analyze import ComputedAnalysis, analyze_clones, analyze_risk, clones_of, risk_of, write_computed
 from eqarena.pipelines.ingest import ingest
 from eqarena.pipelines.rate import SolvedRun, rate
+from eqarena.report.directory import report_dir
+from eqarena.runtime.background import in_background
+from eqarena.runtime.worker_count import planned_main_job_workers
+from eqarena.runtime.worker_pool import kept_workers, prewarm_workers, release_prewarmed
 from eqarena.tasks.analysis_io import best_king, king_rows, unwritten_marginals, unwritten_rate_game
 from eqarena.tasks.main_job import check_judge_plan, main_job_judge
-from eqarena.runtime.worker_pool import kept_workers, prewarm_workers, release_prewarmed
-from eqarena.runtime.worker_count import planned_main_job_workers
-from eqarena.report.directory import report_dir
 from eqarena.tasks.runs import RunLog, warehouse_path
 
 
@@ -67,9 +67,14 @@ def judge_missing(options: MainJobOptions, dataset: str, db: str | None = None) 
     return [outcome.judge], outcome.stats.requests, outcome.message
 
 
-def run_analyses(options: opts.AnalysesOptions, rate_run_id: str, methods: tuple[str, ...],
-                 db: str | None = None, skip: tuple[str, ...] = (),
-                 computed: Mapping[str, ComputedAnalysis] | None = None) -> dict[str, list[str]]:
+def run_analyses(
+    options: opts.AnalysesOptions,
+    rate_run_id: str,
+    methods: tuple[str, ...],
+    db: str | None = None,
+    skip: tuple[str, ...] = (),
+    computed: Mapping[str, ComputedAnalysis] | None = None,
+) -> dict[str, list[str]]:
     """The chosen robustness analyses of a rate run (those in `skip` are current already), each summed
     up in one plain sentence; risk needs the run's NE and is skipped, with a line saying so, without it.
     `computed`: analyses already computed (`analyses_of`), written here instead of computed again."""
@@ -139,17 +144,28 @@ def _main_job(options: MainJobOptions, db: str | None, idle_workers: Callable[[]
             alongside["report modules"] = in_background("eqarena-report-modules", import_module, _REPORT_PIPELINE)
 
         with log.timed("rate"):
-            rated = rate(replace(options.rate, dataset=dataset, judges=tuple(judges)), db,
-                         on_solved=None if in_flow_run() else start_analyses)
+            rated = rate(
+                replace(options.rate, dataset=dataset, judges=tuple(judges)),
+                db,
+                on_solved=None if in_flow_run() else start_analyses,
+            )
         with log.timed("analyses"), stage("robustness analyses"):
             computed = alongside["analyses"].result() if alongside else None
-            summaries = run_analyses(options.analyses, rated.run_id, parse_methods(options.rate.methods), db,
-                                     computed=computed)
+            summaries = run_analyses(
+                options.analyses, rated.run_id, parse_methods(options.rate.methods), db, computed=computed
+            )
         with log.timed("report"), stage("writing the report"):
             report = import_module(_REPORT_PIPELINE).report  # loaded alongside the bootstrap, or now
             drawing = None if in_flow_run() else idle_workers()
             report_path = Path(report(rated.run_id, options.out_dir, db, drawing)).resolve()
         parameters = {**as_parameters(options), "dataset": dataset, "rate_run_id": rated.run_id}
         log.finish(parameters=parameters, message=f"ratings in run {rated.run_id}; report {report_path}")
-    return RunSummary(run_id=log.run_id, rate_run_id=rated.run_id, db_path=warehouse_path(db),
-                      report_path=report_path, timings=log.timings, dropped=rated.dropped, analyses=summaries)
+    return RunSummary(
+        run_id=log.run_id,
+        rate_run_id=rated.run_id,
+        db_path=warehouse_path(db),
+        report_path=report_path,
+        timings=log.timings,
+        dropped=rated.dropped,
+        analyses=summaries,
+    )

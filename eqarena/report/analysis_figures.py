@@ -16,14 +16,25 @@ from eqarena.methods import colour as method_colour  # noqa: E402
 PLAYER_COLOURS = {"prompt": "#4c72b0", "king": "#dd8452", "rebel": "#55a868", "sum": "#e6b800"}
 
 
-def clone_ranks(methods: Sequence[str], variants: Sequence[str], models: Sequence[str], target: str,
-                ranks: Mapping[tuple[str, str], tuple[np.ndarray, np.ndarray]]) -> Figure:
+def clone_ranks(
+    methods: Sequence[str],
+    variants: Sequence[str],
+    models: Sequence[str],
+    target: str,
+    ranks: Mapping[tuple[str, str], tuple[np.ndarray, np.ndarray]],
+) -> Figure:
     """Rank of every model against the number of adversarial copies, one panel per (variant, method).
 
     ranks[(variant, method)] = (ns (N,), ranks (N, M)); every model has its colour, named in one legend
     outside the panels; the target model is drawn thick and red."""
-    fig, axes = plt.subplots(len(variants), len(methods), figsize=(2.4 * len(methods) + 2.4, 2.8 * len(variants)),
-                             squeeze=False, sharey=True, layout="constrained")
+    fig, axes = plt.subplots(
+        len(variants),
+        len(methods),
+        figsize=(2.4 * len(methods) + 2.4, 2.8 * len(variants)),
+        squeeze=False,
+        sharey=True,
+        layout="constrained",
+    )
     colours = _model_colours(models, target)
     for row, variant in enumerate(variants):
         for col, method in enumerate(methods):
@@ -31,9 +42,16 @@ def clone_ranks(methods: Sequence[str], variants: Sequence[str], models: Sequenc
             ns, r = ranks[(variant, method)]
             for k, model in enumerate(models):
                 is_target = model == target
-                ax.plot(ns, r[:, k], marker="o", markersize=5 if is_target else 3,
-                        linewidth=2.6 if is_target else 1.2, color=colours[model],
-                        zorder=3 if is_target else 2, label=f"{model} (target)" if is_target else model)
+                ax.plot(
+                    ns,
+                    r[:, k],
+                    marker="o",
+                    markersize=5 if is_target else 3,
+                    linewidth=2.6 if is_target else 1.2,
+                    color=colours[model],
+                    zorder=3 if is_target else 2,
+                    label=f"{model} (target)" if is_target else model,
+                )
             ax.set_title(f"{method} — {variant} copies", fontsize=9, color=method_colour(method))
             ax.set_xticks(ns)
             ax.tick_params(axis="x", labelsize=7, rotation=45)
@@ -59,8 +77,9 @@ def _model_colours(models: Sequence[str], target: str) -> dict[str, tuple]:
     return colours
 
 
-def risk_panels(models: Sequence[str], king_ratings: np.ndarray, uniform: np.ndarray, updated: np.ndarray,
-                selected: int) -> Figure:
+def risk_panels(
+    models: Sequence[str], king_ratings: np.ndarray, uniform: np.ndarray, updated: np.ndarray, selected: int
+) -> Figure:
     """Paper Figure 11, equilibria ordered by the sum of updated-prior payoffs (least risky rightmost).
 
     king_ratings (K, M); uniform and updated (K, 3): expected payoff of prompt, king and rebel playing
@@ -73,14 +92,29 @@ def risk_panels(models: Sequence[str], king_ratings: np.ndarray, uniform: np.nda
         axes[0].scatter(x, king_ratings[order, k], s=9, color=cmap(k % cmap.N), label=model)
     axes[0].set_ylabel("king rating")
     axes[0].set_title("a) model ratings under each Nash equilibrium", fontsize=9)
-    axes[0].legend(fontsize=7, ncol=1 if len(models) <= 14 else 2, loc="upper left", bbox_to_anchor=(1.01, 1),
-                   title="model", title_fontsize=7)
-    for ax, values, title in ((axes[1], uniform, "b) expected payoffs under uniform priors over equilibria"),
-                              (axes[2], updated, "c) expected payoffs under the iterated priors (App. F.4)")):
+    axes[0].legend(
+        fontsize=7,
+        ncol=1 if len(models) <= 14 else 2,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1),
+        title="model",
+        title_fontsize=7,
+    )
+    for ax, values, title in (
+        (axes[1], uniform, "b) expected payoffs under uniform priors over equilibria"),
+        (axes[2], updated, "c) expected payoffs under the iterated priors (App. F.4)"),
+    ):
         for p, player in enumerate(("prompt", "king", "rebel")):
             ax.scatter(x, values[order, p], s=9, color=PLAYER_COLOURS[player], label=player)
-        ax.scatter(x, values[order].sum(axis=1), s=16, color=PLAYER_COLOURS["sum"], edgecolor="black",
-                   linewidth=0.3, label="sum")
+        ax.scatter(
+            x,
+            values[order].sum(axis=1),
+            s=16,
+            color=PLAYER_COLOURS["sum"],
+            edgecolor="black",
+            linewidth=0.3,
+            label="sum",
+        )
         ax.set_ylabel("expected payoff")
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), title="player", title_fontsize=7)

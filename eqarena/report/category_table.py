@@ -38,8 +38,8 @@ class GroupLine:
 
 @dataclass(frozen=True)
 class CategoryTable:
-    grouping: str            # category or cluster
-    method: str              # the headline method
+    grouping: str  # category or cluster
+    method: str  # the headline method
     groups: tuple[GroupLine, ...]
 
     @property
@@ -60,8 +60,17 @@ def category_table(groups: list[GroupRow], ratings: list[GroupRating]) -> Catego
     method = headline_method(ordered({r.method for r in ratings})) if ratings else ""
     lines = []
     for g in groups:
-        ranked = tuple((r.model_id, r.rank, r.rating) for r in ratings
-                       if r.category == g.category and r.grouping == g.grouping and r.method == method)
-        lines.append(GroupLine(g.category, g.prompts, tuple(sorted(ranked, key=lambda x: (x[1], x[0]))),
-                               g.reason if g.status == "skipped" else None))
+        ranked = tuple(
+            (r.model_id, r.rank, r.rating)
+            for r in ratings
+            if r.category == g.category and r.grouping == g.grouping and r.method == method
+        )
+        lines.append(
+            GroupLine(
+                g.category,
+                g.prompts,
+                tuple(sorted(ranked, key=lambda x: (x[1], x[0]))),
+                g.reason if g.status == "skipped" else None,
+            )
+        )
     return CategoryTable(groups[0].grouping, method, tuple(lines))

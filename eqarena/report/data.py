@@ -22,7 +22,6 @@ from eqarena.warehouse.ratings import (
 )
 from eqarena.warehouse.runs import RunRecord
 
-
 BATTLES = "battles"  # what a model-rating method's own bootstrap resamples
 
 
@@ -64,7 +63,27 @@ def king_frame(d: ReportData) -> pl.DataFrame:
     rows = []
     for r in (r for r in d.ratings if r.player == "king"):
         i = intervals.get((r.method, r.action))
-        rows.append((r.method, r.action, r.rank, r.rating, r.ci_lo if r.ci_lo is not None else getattr(i, "lo", None),
-                     r.ci_hi if r.ci_hi is not None else getattr(i, "hi", None), getattr(i, "p_top1", None)))
-    return pl.DataFrame(rows, schema={"method": pl.Utf8, "action": pl.Utf8, "rank": pl.Int64, "rating": pl.Float64,
-                                      "ci_lo": pl.Float64, "ci_hi": pl.Float64, "p_top1": pl.Float64}, orient="row")
+        rows.append(
+            (
+                r.method,
+                r.action,
+                r.rank,
+                r.rating,
+                r.ci_lo if r.ci_lo is not None else getattr(i, "lo", None),
+                r.ci_hi if r.ci_hi is not None else getattr(i, "hi", None),
+                getattr(i, "p_top1", None),
+            )
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "method": pl.Utf8,
+            "action": pl.Utf8,
+            "rank": pl.Int64,
+            "rating": pl.Float64,
+            "ci_lo": pl.Float64,
+            "ci_hi": pl.Float64,
+            "p_top1": pl.Float64,
+        },
+        orient="row",
+    )

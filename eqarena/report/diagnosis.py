@@ -29,10 +29,10 @@ from eqarena.messages import ordinal
 from eqarena.methods import format_rating, get_method, is_equilibrium, label
 
 SMALL_PROMPT_SUPPORT = 0.02  # a prompt support under 2% of the prompts is "a handful"
-IMPUTED_MAJORITY = 0.5      # a rating resting more than half on imputed cells
-DECIDING_PROMPTS = 5        # deciding prompts shown
-PAYOFF_MODELS = 3           # kings and rebels shown per deciding prompt
-COMPARED = ("bt", "cce")    # methods the headline is compared with, when the run rated them
+IMPUTED_MAJORITY = 0.5  # a rating resting more than half on imputed cells
+DECIDING_PROMPTS = 5  # deciding prompts shown
+PAYOFF_MODELS = 3  # kings and rebels shown per deciding prompt
+COMPARED = ("bt", "cce")  # methods the headline is compared with, when the run rated them
 
 
 @dataclass(frozen=True)
@@ -102,13 +102,17 @@ def diagnose(e: Evidence) -> Diagnosis:
 
     top = [r for r in rows if r["rank"] == 1]
     if len(top) > 1:
-        masses = ", ".join(f"{r['action']} {r['mass']:.0%}" for r in sorted(top, key=lambda r: -(r["mass"] or 0))
-                           if r["mass"] is not None)
+        masses = ", ".join(
+            f"{r['action']} {r['mass']:.0%}"
+            for r in sorted(top, key=lambda r: -(r["mass"] or 0))
+            if r["mass"] is not None
+        )
         findings.append(
             f"{_names([r['action'] for r in top])} tie first: each is a best response as king to the "
             f"equilibrium's prompts and rebels, so each rates 0 (eq. 1)"
             + (f"; the equilibrium plays them with king mass {masses}" if masses else "")
-            + ". A tie at 0 means no model gains by switching to another, not that they are equally strong.")
+            + ". A tie at 0 means no model gains by switching to another, not that they are equally strong."
+        )
 
     for tied in _tie_groups(rows):
         rating = format_rating(e.method, tied[0]["rating"])
@@ -119,33 +123,41 @@ def diagnose(e: Evidence) -> Diagnosis:
                 f"{len(tied)} models tie at {rating} ({names}): the equilibrium plays one king, {king} (king "
                 f"support 1 of {kings[1]}), so every other model is rated by one number, its payoff as king "
                 f"against the equilibrium's rebels on its {_count(prompts[0], 'prompt')}; models that do "
-                "equally well there tie, whatever they do on the other prompts.")
+                "equally well there tie, whatever they do on the other prompts."
+            )
         else:
-            findings.append(f"{len(tied)} models tie at {rating} ({names}): they do equally well as king against "
-                            f"the equilibrium's prompts and rebels.")
-        if (better := _orders(e.table, e.method, [r["action"] for r in tied])):
+            findings.append(
+                f"{len(tied)} models tie at {rating} ({names}): they do equally well as king against "
+                f"the equilibrium's prompts and rebels."
+            )
+        if better := _orders(e.table, e.method, [r["action"] for r in tied]):
             advice.append(f"to order the tied models, read {label(better)}")
 
     if prompts is not None and prompts[0] < SMALL_PROMPT_SUPPORT * prompts[1]:
         findings.append(
             f"The {name} rests on {prompts[0]} of {prompts[1]:,} prompts ({prompts[0] / prompts[1]:.1%}): its "
-            "ranking is decided on those prompts (listed with their payoffs), the others carry no weight.")
+            "ranking is decided on those prompts (listed with their payoffs), the others carry no weight."
+        )
         broader = [m for m in COMPARED if m != e.method and m in _methods(e.table)]
         if broader:
             advice.append(f"for a ranking over more of the prompts, read {' or '.join(label(m) for m in broader)}")
 
-    imputed = sorted((r for r in rows if (r["imputed_share"] or 0.0) > IMPUTED_MAJORITY),
-                     key=lambda r: -r["imputed_share"])
+    imputed = sorted(
+        (r for r in rows if (r["imputed_share"] or 0.0) > IMPUTED_MAJORITY), key=lambda r: -r["imputed_share"]
+    )
     if imputed:
         shares = ", ".join(f"{r['action']} {r['imputed_share']:.0%}" for r in imputed[:4])
         more = f" and {len(imputed) - 4} more" if len(imputed) > 4 else ""
         first = " (the top model among them)" if any(r["rank"] == 1 for r in imputed) else ""
         findings.append(
             f"{len(imputed)} of {len(rows)} {name} ratings{first} rest mostly on imputed cells, payoffs predicted "
-            f"for model pairs no judge compared on those prompts: {shares}{more}.")
+            f"for model pairs no judge compared on those prompts: {shares}{more}."
+        )
         if "bt" in _methods(e.table):
-            advice.append("BT is fit on the judged battles alone; judge the missing pairs (eqarena judge) before "
-                          f"trusting the {name} order")
+            advice.append(
+                "BT is fit on the judged battles alone; judge the missing pairs (eqarena judge) before "
+                f"trusting the {name} order"
+            )
 
     for model, ours, theirs, other in _disagreements(e.table, e.method)[:2]:
         findings.append(_disagreement_sentence(e, rows, model, ours, theirs, other))
@@ -162,30 +174,47 @@ def _disagreement_sentence(e: Evidence, rows: list[dict], model: str, ours: int,
     name, their_name = label(e.method), label(other)
     causes = []
     if (row["mass"] or 0.0) > 0:
-        causes.append(f"the {name} plays it as king (mass {row['mass']:.0%}): on the equilibrium's prompts it is "
-                      "a best response to the rebels")
+        causes.append(
+            f"the {name} plays it as king (mass {row['mass']:.0%}): on the equilibrium's prompts it is "
+            "a best response to the rebels"
+        )
     theirs_row = next((r for r in _rows(e.table, other) if r["action"] == model), None)
     if theirs_row is not None and (theirs_row["mass"] or 0.0) > 0:
-        causes.append(f"the {their_name} plays it as king (mass {theirs_row['mass']:.0%})"
-                      + (", and a CCE can pair a king with the prompts it wins, so a specialist can rate high"
-                         if get_method(other).concept == "cce" else ""))
+        causes.append(
+            f"the {their_name} plays it as king (mass {theirs_row['mass']:.0%})"
+            + (
+                ", and a CCE can pair a king with the prompts it wins, so a specialist can rate high"
+                if get_method(other).concept == "cce"
+                else ""
+            )
+        )
     if (row["imputed_share"] or 0.0) > IMPUTED_MAJORITY:
         causes.append(f"its {name} rating rests {row['imputed_share']:.0%} on imputed cells")
     if model in e.mean_payoffs:
         order = sorted(e.mean_payoffs, key=lambda x: -e.mean_payoffs[x])
         average = order.index(model) + 1
-        closer = (their_name if abs(theirs - average) < abs(ours - average)
-                  else name if abs(ours - average) < abs(theirs - average) else None)
-        causes.append(f"by mean payoff over all prompts and opponents ({e.mean_payoffs[model]:+.3f}) it is "
-                      f"{ordinal(average)} of {len(order)}" + (f", nearer its {closer} place" if closer else ""))
-    return (f"{name} and {their_name} disagree on {model}: {ordinal(ours)} of {len(rows)} by {name}, "
-            f"{ordinal(theirs)} by {their_name}" + (f"; {'; '.join(causes)}." if causes else "."))
+        closer = (
+            their_name
+            if abs(theirs - average) < abs(ours - average)
+            else name
+            if abs(ours - average) < abs(theirs - average)
+            else None
+        )
+        causes.append(
+            f"by mean payoff over all prompts and opponents ({e.mean_payoffs[model]:+.3f}) it is "
+            f"{ordinal(average)} of {len(order)}" + (f", nearer its {closer} place" if closer else "")
+        )
+    return (
+        f"{name} and {their_name} disagree on {model}: {ordinal(ours)} of {len(rows)} by {name}, "
+        f"{ordinal(theirs)} by {their_name}" + (f"; {'; '.join(causes)}." if causes else ".")
+    )
 
 
 def _deciding(e: Evidence, prompt: str) -> DecidingPrompt:
     kings, rebels = shown_models(e.table, e.method, e.rebel_mass)
-    cells = tuple((k, r, *e.payoffs[(prompt, k, r)]) for k in kings for r in rebels
-                  if k != r and (prompt, k, r) in e.payoffs)
+    cells = tuple(
+        (k, r, *e.payoffs[(prompt, k, r)]) for k in kings for r in rebels if k != r and (prompt, k, r) in e.payoffs
+    )
     return DecidingPrompt(prompt, e.prompt_mass[prompt], e.prompt_texts.get(prompt), cells)
 
 

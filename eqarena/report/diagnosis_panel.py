@@ -17,8 +17,10 @@ def diagnosis_html(found: Diagnosis | None) -> str:
     name = label(found.method)
     items = "".join(f"<li>{page.escape(f)}</li>" for f in found.findings)
     advice = f'<p class="advice"><b>Read instead:</b> {page.escape(found.advice)}</p>' if found.advice else ""
-    return (f'<div class="diagnosis" id="diagnosis"><h3>Read the {page.escape(name)} with care</h3>'
-            f"<ul>{items}</ul>{advice}{_deciding_table(found)}</div>")
+    return (
+        f'<div class="diagnosis" id="diagnosis"><h3>Read the {page.escape(name)} with care</h3>'
+        f"<ul>{items}</ul>{advice}{_deciding_table(found)}</div>"
+    )
 
 
 def _deciding_table(found: Diagnosis) -> str:
@@ -32,8 +34,13 @@ def _deciding_table(found: Diagnosis) -> str:
         cells = {(k, r): (u, imputed) for k, r, u, imputed in p.payoffs}
         text = p.text or ""
         text = text if len(text) <= PROMPT_TEXT_LIMIT else text[:PROMPT_TEXT_LIMIT].rstrip() + " …"
-        rows.append([p.prompt_id, f"{p.mass:.0%}"] + ([text] if texts else [])
-                    + [(f"{cells[c][0]:+.2f}" + ("*" if cells[c][1] else "")) if c in cells else None for c in pairs])
-    return (f'<p class="note">The prompts deciding the {page.escape(label(found.method))}, heaviest first, with '
-            "the king's payoff against the rebel (−1 loss to +1 win; * imputed, no judge saw the pair):</p>"
-            + page.table(header, rows, name_columns=3 if texts else 1))
+        rows.append(
+            [p.prompt_id, f"{p.mass:.0%}"]
+            + ([text] if texts else [])
+            + [(f"{cells[c][0]:+.2f}" + ("*" if cells[c][1] else "")) if c in cells else None for c in pairs]
+        )
+    return (
+        f'<p class="note">The prompts deciding the {page.escape(label(found.method))}, heaviest first, with '
+        "the king's payoff against the rebel (−1 loss to +1 win; * imputed, no judge saw the pair):</p>"
+        + page.table(header, rows, name_columns=3 if texts else 1)
+    )

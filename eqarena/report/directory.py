@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from eqarena.exceptions import EqarenaError
 
-class ReportDirError(OSError):
+
+class ReportDirError(EqarenaError, OSError):
     """The report's directory cannot be made or written."""
 
 

@@ -17,14 +17,22 @@ def read_evidence(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str) -> 
     table = store.read_rating_table(con, run_id)
     method = headline_method(ordered(table["method"].unique().to_list()))
     support = {e.method: e.support for e in store.read_equilibria(con, run_id)}
-    mass = {(r.player, r.action): r.mass for r in store.read_marginals(con, run_id)
-            if r.method == method and r.mass > MASS_TOLERANCE}
+    mass = {
+        (r.player, r.action): r.mass
+        for r in store.read_marginals(con, run_id)
+        if r.method == method and r.mass > MASS_TOLERANCE
+    }
     prompt_mass = {a: m for (p, a), m in mass.items() if p == "prompt"}
     rebel_mass = {a: m for (p, a), m in mass.items() if p == "rebel"}
     prompts = deciding_prompt_ids(prompt_mass)
     kings, rebels = shown_models(table, method, rebel_mass)
     return Evidence(
-        method=method, table=table, support=support, prompt_mass=prompt_mass, rebel_mass=rebel_mass,
+        method=method,
+        table=table,
+        support=support,
+        prompt_mass=prompt_mass,
+        rebel_mass=rebel_mass,
         payoffs=store.read_payoff_cells(con, run_id, prompts, kings, rebels),
         mean_payoffs=store.read_mean_payoffs(con, run_id),
-        prompt_texts=store.read_prompt_texts(con, dataset, prompts))
+        prompt_texts=store.read_prompt_texts(con, dataset, prompts),
+    )

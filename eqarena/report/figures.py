@@ -19,7 +19,6 @@ DPI = 110
 PAGE_WIDTH_IN = 10.5  # the page's 1200 px content width at DPI: wider figures are shrunk, and their text with them
 
 
-
 def data_uri(fig: Figure, dpi: int = DPI) -> str:
     """Render `fig` as a base64 PNG data URI and close it. A figure laid out by a layout engine (constrained
     layout) keeps its own size; any other is cropped to what it draws, which costs a second drawing."""
@@ -49,17 +48,23 @@ def rank_comparison(models: Sequence[str], ranks: Mapping[str, Mapping[str, int]
     return fig
 
 
-def bt_intervals(models: Sequence[str], elo: np.ndarray, lo: np.ndarray, hi: np.ndarray, method: str = "bt",
-                 label: str = "Bradley-Terry") -> Figure:
+def bt_intervals(
+    models: Sequence[str],
+    elo: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    method: str = "bt",
+    label: str = "Bradley-Terry",
+) -> Figure:
     """Ratings with their bootstrap intervals, best on top (a model-rating method's); each interval holds its
     rating (`solvers.bootstrap.intervals`)."""
     order = np.argsort(elo)
     fig, ax = plt.subplots(figsize=(6.5, 0.8 + 0.4 * len(models)))
     y = np.arange(len(models))
-    e, l, h = elo[order], lo[order], hi[order]
+    e, low, high = elo[order], lo[order], hi[order]
     colour = method_colour(method)
-    ax.hlines(y, l, h, color=colour, linewidth=2)
-    ax.plot(l, y, "|", h, y, "|", color=colour, markersize=10)
+    ax.hlines(y, low, high, color=colour, linewidth=2)
+    ax.plot(low, y, "|", high, y, "|", color=colour, markersize=10)
     ax.plot(e, y, "o", color=colour)
     ax.set_yticks(y, [models[k] for k in order])
     if method == "bt":
@@ -78,8 +83,13 @@ def model_marginals(models: Sequence[str], marginals: Mapping[str, Mapping[str, 
     methods = list(marginals)
     cols = min(2, len(methods))
     rows = int(np.ceil(len(methods) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(min(PAGE_WIDTH_IN, 1.5 + 4.5 * cols), 2.6 * rows + 0.4),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(min(PAGE_WIDTH_IN, 1.5 + 4.5 * cols), 2.6 * rows + 0.4),
+        squeeze=False,
+        layout="constrained",
+    )
     for n, ax in enumerate(axes.flat):
         if n >= len(methods):
             ax.axis("off")
@@ -98,8 +108,10 @@ def model_marginals(models: Sequence[str], marginals: Mapping[str, Mapping[str, 
         ax.set_ylim(0, 1.2)
         ax.legend(fontsize=8, loc="upper center", ncol=2, frameon=False)
         left_out = len(models) - len(shown)
-        ax.set_title(f"{method}" + (f" ({left_out} of {len(models)} models without mass, not shown)"
-                                    if left_out else ""), fontsize=9)
+        ax.set_title(
+            f"{method}" + (f" ({left_out} of {len(models)} models without mass, not shown)" if left_out else ""),
+            fontsize=9,
+        )
     return fig
 
 
@@ -127,15 +139,18 @@ def payoff_heatmaps(models: Sequence[str], prompts: Sequence[str], u_king: np.nd
     return fig
 
 
-def contribution_heatmaps(kings: Sequence[str], families: Sequence[str],
-                          deltas: Mapping[str, np.ndarray]) -> Figure:
+def contribution_heatmaps(kings: Sequence[str], families: Sequence[str], deltas: Mapping[str, np.ndarray]) -> Figure:
     """Per method: delta(king model, rebel family) as a heatmap, (len(kings), len(families)) each, on one
     colour scale shared by all panels; a row sums to the king model's rating (paper Section 4.3)."""
     methods = list(deltas)
     bound = max([float(np.abs(np.asarray(d)).max()) for d in deltas.values()] + [1e-9])
-    fig, axes = plt.subplots(1, len(methods), figsize=(min(PAGE_WIDTH_IN, 1.8 + (1.0 + 0.5 * len(families))
-                                                           * len(methods)), 1.6 + 0.4 * len(kings)),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        1,
+        len(methods),
+        figsize=(min(PAGE_WIDTH_IN, 1.8 + (1.0 + 0.5 * len(families)) * len(methods)), 1.6 + 0.4 * len(kings)),
+        squeeze=False,
+        layout="constrained",
+    )
     image = None
     for ax, method in zip(axes.flat, methods):
         image = ax.imshow(np.asarray(deltas[method]), cmap="PuOr", vmin=-bound, vmax=bound, aspect="auto")
@@ -179,8 +194,15 @@ def coverage_heatmap(models: Sequence[str], fraction: np.ndarray) -> Figure:
     for i in range(len(models)):
         for j in range(len(models)):
             if i != j and len(models) <= 12:
-                ax.text(j, i, f"{fraction[i, j]:.0%}", ha="center", va="center", fontsize=7,
-                        color="white" if fraction[i, j] < 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{fraction[i, j]:.0%}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if fraction[i, j] < 0.6 else "black",
+                )
     fig.colorbar(image, ax=ax, shrink=0.8, label="prompts covered")
     ax.set_title("Coverage of model pairs (both orders judged)", fontsize=10)
     return fig
@@ -193,8 +215,9 @@ def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping
     """One panel per equilibrium method: each model's full-data rating (eq. 1) with its bootstrap
     interval per resampling scheme. intervals[method][scheme][model] = (rating, lo, hi)."""
     methods = list(intervals)
-    fig, axes = plt.subplots(1, len(methods), figsize=(3.4 * len(methods) + 1.2, 1.25 + 0.42 * len(models)),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(methods), figsize=(3.4 * len(methods) + 1.2, 1.25 + 0.42 * len(models)), squeeze=False, sharey=True
+    )
     y = np.arange(len(models))
     for ax, method in zip(axes[0], methods):
         schemes = list(intervals[method])
@@ -204,8 +227,15 @@ def equilibrium_intervals(models: Sequence[str], intervals: Mapping[str, Mapping
             offset = (k - (len(schemes) - 1) / 2) * 0.22
             colour, alpha = method_colour(method), 1.0 if k == 0 else 0.55
             ax.hlines(y + offset, lo, hi, color=colour, alpha=alpha, linewidth=2)
-            ax.plot(r, y + offset, SCHEME_MARKERS.get(scheme, "o"), color=colour, alpha=alpha, markersize=4,
-                    label=f"over {scheme}")
+            ax.plot(
+                r,
+                y + offset,
+                SCHEME_MARKERS.get(scheme, "o"),
+                color=colour,
+                alpha=alpha,
+                markersize=4,
+                label=f"over {scheme}",
+            )
         ax.axvline(0.0, color="grey", linewidth=0.8, linestyle=":")
         ax.set_title(method, fontsize=10)
         ax.set_xlabel("rating (deviation gain)", fontsize=8)
@@ -228,8 +258,14 @@ def rank_probability_heatmaps(models: Sequence[str], probabilities: Mapping[str,
     m = len(models)
     cols = min(2, len(methods))
     rows = int(np.ceil(len(methods) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(min(PAGE_WIDTH_IN, 2.2 + 4.2 * cols), 0.9 + (0.6 + 0.42 * m) * rows),
-                             squeeze=False, sharey=True, layout="constrained")
+    fig, axes = plt.subplots(
+        rows,
+        cols,
+        figsize=(min(PAGE_WIDTH_IN, 2.2 + 4.2 * cols), 0.9 + (0.6 + 0.42 * m) * rows),
+        squeeze=False,
+        sharey=True,
+        layout="constrained",
+    )
     image = None
     label_size = 9 if m <= 8 else 7.5
     for n, ax in enumerate(axes.flat):
@@ -243,8 +279,15 @@ def rank_probability_heatmaps(models: Sequence[str], probabilities: Mapping[str,
             for i in range(m):
                 for r in range(m):
                     if p[i, r] >= 0.005:
-                        ax.text(r, i, f"{100 * p[i, r]:.0f}", ha="center", va="center", fontsize=label_size,
-                                color="white" if p[i, r] > 0.6 else "black")
+                        ax.text(
+                            r,
+                            i,
+                            f"{100 * p[i, r]:.0f}",
+                            ha="center",
+                            va="center",
+                            fontsize=label_size,
+                            color="white" if p[i, r] > 0.6 else "black",
+                        )
         ax.set_xticks(range(m), range(1, m + 1), fontsize=8)
         ax.set_xlabel("rank", fontsize=8)
         ax.set_title(method, fontsize=10)

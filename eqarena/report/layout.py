@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from eqarena.report import html as page
 
-
 MAIN_SECTIONS = {
     "ratings": "Ratings with 95% intervals",
     "support": "Equilibrium support of prompts and models",
@@ -55,7 +54,9 @@ table.categories td.top { background: #dce8f5; font-weight: bold; } table.catego
 def section(key: str, body: str) -> str:
     """One titled section; folded away when it is a diagnostics or raw-table section."""
     if key in FOLDED_SECTIONS:
-        return (f'<section id="{key}" class="folded"><details><summary><h2>{page.escape(SECTIONS[key])}</h2>'
-                f"</summary>{body}</details></section>")
+        return (
+            f'<section id="{key}" class="folded"><details><summary><h2>{page.escape(SECTIONS[key])}</h2>'
+            f"</summary>{body}</details></section>"
+        )
     title = SECTIONS.get(key) or OPTIONAL_SECTIONS[key]
     return f'<section id="{key}"><h2>{page.escape(title)}</h2>{body}</section>'

@@ -24,8 +24,12 @@ def verdict_panel(d: ReportData) -> str:
         return ""
     answer = verdict(table)
     lines = [*answer.lines, *report_headlines(d.clones, d.risk, answer.method)]
-    return ('<section id="verdict" class="verdict"><h2>Verdict</h2>'
-            + "".join(f"<p>{page.escape(line)}</p>" for line in lines) + diagnosis_html(d.diagnosis) + "</section>")
+    return (
+        '<section id="verdict" class="verdict"><h2>Verdict</h2>'
+        + "".join(f"<p>{page.escape(line)}</p>" for line in lines)
+        + diagnosis_html(d.diagnosis)
+        + "</section>"
+    )
 
 
 def ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) -> str:
@@ -40,35 +44,61 @@ def ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) ->
     order = kings.filter(pl.col("method") == head).sort("rank", "action")
     rows = []
     for r in order.iter_rows(named=True):
-        shown = ("–" if r["ci_lo"] is None or r["ci_hi"] is None
-                 else f"{methods_registry.format_rating(head, r['ci_lo'])} to "
-                      f"{methods_registry.format_rating(head, r['ci_hi'])}")
-        rows.append([r["action"], r["rank"], methods_registry.format_rating(head, r["rating"]), shown,
-                     None if r["p_top1"] is None else f"{r['p_top1']:.0%}"]
-                    + [ranks.get((m, r["action"])) for m in others])
+        shown = (
+            "–"
+            if r["ci_lo"] is None or r["ci_hi"] is None
+            else f"{methods_registry.format_rating(head, r['ci_lo'])} to "
+            f"{methods_registry.format_rating(head, r['ci_hi'])}"
+        )
+        rows.append(
+            [
+                r["action"],
+                r["rank"],
+                methods_registry.format_rating(head, r["rating"]),
+                shown,
+                None if r["p_top1"] is None else f"{r['p_top1']:.0%}",
+            ]
+            + [ranks.get((m, r["action"])) for m in others]
+        )
     name = methods_registry.label(head)
-    table = page.table(["model", f"{name} rank", f"{name} rating", "95% interval", "P(top 1)"]
-                       + [f"{methods_registry.label(m)} rank" for m in others], rows)
+    table = page.table(
+        ["model", f"{name} rank", f"{name} rating", "95% interval", "P(top 1)"]
+        + [f"{methods_registry.label(m)} rank" for m in others],
+        rows,
+    )
     boots = d.intervals[0].replicates if d.intervals else d.run.parameters.get("bootstrap")
-    intervals = (f"Intervals are 95% bootstrap percentile intervals ({page.escape(boots)} replicates), widened "
-                 "where needed to hold the rating shown: over "
-                 "resampled prompts for an equilibrium method, over resampled battles for Bradley-Terry; P(top 1) "
-                 "is the share of replicates that rank the model first."
-                 if isinstance(boots, int) and boots >= 2 else "No intervals: the run was rated with --bootstrap "
-                 "below 2.")
-    note = (f'<p class="note">Ordered by {page.escape(name)}, the headline method. {intervals} Equilibrium '
-            "ratings are deviation gains (0 in the support, negative outside). "
-            'The full tables are folded away below (<a href="#intervals">all intervals</a>, '
-            '<a href="#model-ratings">all methods</a>).</p>')
+    intervals = (
+        f"Intervals are 95% bootstrap percentile intervals ({page.escape(boots)} replicates), widened "
+        "where needed to hold the rating shown: over "
+        "resampled prompts for an equilibrium method, over resampled battles for Bradley-Terry; P(top 1) "
+        "is the share of replicates that rank the model first."
+        if isinstance(boots, int) and boots >= 2
+        else "No intervals: the run was rated with --bootstrap below 2."
+    )
+    note = (
+        f'<p class="note">Ordered by {page.escape(name)}, the headline method. {intervals} Equilibrium '
+        "ratings are deviation gains (0 in the support, negative outside). "
+        'The full tables are folded away below (<a href="#intervals">all intervals</a>, '
+        '<a href="#model-ratings">all methods</a>).</p>'
+    )
     models = order["action"].to_list()
-    body = note + table + interactive.figure(
-        interactive.ratings_with_intervals(models, _intervals(d, methods, kings)), "ratings-intervals",
-        "Every method's ratings with 95% bootstrap intervals (hover for exact values; equilibrium methods: "
-        "dots over prompts, squares over judgments)")
+    body = (
+        note
+        + table
+        + interactive.figure(
+            interactive.ratings_with_intervals(models, _intervals(d, methods, kings)),
+            "ratings-intervals",
+            "Every method's ratings with 95% bootstrap intervals (hover for exact values; equilibrium methods: "
+            "dots over prompts, squares over judgments)",
+        )
+    )
     probs = _rank_probabilities(d, eq_methods, models)
     if probs:
-        body += page.figure(figure_uri(figures.rank_probability_heatmaps, models, probs),
-                            "rank-probabilities", "Probability of each rank, bootstrap over prompts")
+        body += page.figure(
+            figure_uri(figures.rank_probability_heatmaps, models, probs),
+            "rank-probabilities",
+            "Probability of each rank, bootstrap over prompts",
+        )
     return section("ratings", body)
 
 
@@ -81,13 +111,25 @@ def _intervals(d: ReportData, methods: list[str], kings: pl.DataFrame) -> list[i
         name = methods_registry.label(m)
         if m in bootstrapped:
             p_top1 = {r.model_id: r.p_top1 for r in d.intervals if r.method == m and r.scheme == "prompts"}
-            out += [interactive.Interval(m, name, r.scheme, r.model_id, r.rating, r.lo, r.hi,
-                                         r.p_top1 if r.scheme == "prompts" else p_top1.get(r.model_id))
-                    for r in d.intervals if r.method == m]
+            out += [
+                interactive.Interval(
+                    m,
+                    name,
+                    r.scheme,
+                    r.model_id,
+                    r.rating,
+                    r.lo,
+                    r.hi,
+                    r.p_top1 if r.scheme == "prompts" else p_top1.get(r.model_id),
+                )
+                for r in d.intervals
+                if r.method == m
+            ]
         else:
-            out += [interactive.Interval(m, name, BATTLES, r["action"], r["rating"], r["ci_lo"], r["ci_hi"],
-                                         r["p_top1"])
-                    for r in kings.filter(pl.col("method") == m).iter_rows(named=True)]
+            out += [
+                interactive.Interval(m, name, BATTLES, r["action"], r["rating"], r["ci_lo"], r["ci_hi"], r["p_top1"])
+                for r in kings.filter(pl.col("method") == m).iter_rows(named=True)
+            ]
     return out
 
 

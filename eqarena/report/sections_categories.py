@@ -24,20 +24,28 @@ def categories_section(d: ReportData) -> str:
     models = sorted(table.models, key=lambda m: (full[m].rank if m in full else 10**9, m))
     rated = [g for g in table.groups if not g.skipped]
     plural = "categories" if table.grouping == "category" else "clusters"
-    note = (f'<p class="note">Each {table.grouping} rated alone: the run\'s methods and missing-cell policy on its '
-            f"prompts only, shown by {page.escape(name)}, the headline method: rank (1 is best; ties share a rank), "
-            "the rating on hover, the top model of each highlighted. Point ratings: no bootstrap per "
-            f"{table.grouping}, so no intervals (<code>eqarena rate --category NAME</code> gives one "
-            f"{table.grouping}'s). {len(rated)} of {len(table.groups)} {plural} rated; every method's ratings are "
-            "in table <code>category_ratings</code>.</p>")
-    grid = (_wide(models, rated, full, method) if len(rated) <= WIDE_UP_TO
-            else _long(table.grouping, models, rated, method))
+    note = (
+        f'<p class="note">Each {table.grouping} rated alone: the run\'s methods and missing-cell policy on its '
+        f"prompts only, shown by {page.escape(name)}, the headline method: rank (1 is best; ties share a rank), "
+        "the rating on hover, the top model of each highlighted. Point ratings: no bootstrap per "
+        f"{table.grouping}, so no intervals (<code>eqarena rate --category NAME</code> gives one "
+        f"{table.grouping}'s). {len(rated)} of {len(table.groups)} {plural} rated; every method's ratings are "
+        "in table <code>category_ratings</code>.</p>"
+    )
+    grid = (
+        _wide(models, rated, full, method) if len(rated) <= WIDE_UP_TO else _long(table.grouping, models, rated, method)
+    )
     skipped = [g for g in table.groups if g.skipped]
     listed = ""
     if skipped:
-        listed = (f"<p class=\"note\">Skipped {plural}:</p><ul>"
-                  + "".join(f"<li><b>{page.escape(g.category)}</b> ({g.prompts} prompts): {page.escape(g.skipped)}</li>"
-                            for g in skipped) + "</ul>")
+        listed = (
+            f'<p class="note">Skipped {plural}:</p><ul>'
+            + "".join(
+                f"<li><b>{page.escape(g.category)}</b> ({g.prompts} prompts): {page.escape(g.skipped)}</li>"
+                for g in skipped
+            )
+            + "</ul>"
+        )
     return section("categories", note + (grid if rated else "") + listed)
 
 
@@ -54,27 +62,41 @@ def _cell(method: str, group: GroupLine, model: str) -> str:
 
 def _wide(models: list[str], groups: list[GroupLine], full: dict, method: str) -> str:
     """Models as rows, groups as columns (with their prompt counts), the full run's rank first."""
-    head = ('<th class="name">model</th><th>all prompts</th>'
-            + "".join(f"<th>{page.escape(g.category)}<br><small>{g.prompts} prompts</small></th>" for g in groups))
+    head = '<th class="name">model</th><th>all prompts</th>' + "".join(
+        f"<th>{page.escape(g.category)}<br><small>{g.prompts} prompts</small></th>" for g in groups
+    )
     rows = []
     for model in models:
         overall = full.get(model)
-        first = ("<td>–</td>" if overall is None else
-                 f'<td title="{page.escape(model)} on all prompts: '
-                 f'{page.escape(methods_registry.format_rating(method, overall.rating))}">{overall.rank}</td>')
-        rows.append(f'<tr><td class="name">{page.escape(model)}</td>{first}'
-                    + "".join(_cell(method, g, model) for g in groups) + "</tr>")
-    tops = ('<tr><td class="name">top</td><td></td>'
-            + "".join(f'<td class="name">{page.escape(", ".join(g.top))}</td>' for g in groups) + "</tr>")
-    return (f'<table class="categories"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}{tops}</tbody>'
-            "</table>")
+        first = (
+            "<td>–</td>"
+            if overall is None
+            else f'<td title="{page.escape(model)} on all prompts: '
+            f'{page.escape(methods_registry.format_rating(method, overall.rating))}">{overall.rank}</td>'
+        )
+        rows.append(
+            f'<tr><td class="name">{page.escape(model)}</td>{first}'
+            + "".join(_cell(method, g, model) for g in groups)
+            + "</tr>"
+        )
+    tops = (
+        '<tr><td class="name">top</td><td></td>'
+        + "".join(f'<td class="name">{page.escape(", ".join(g.top))}</td>' for g in groups)
+        + "</tr>"
+    )
+    return f'<table class="categories"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}{tops}</tbody></table>'
 
 
 def _long(grouping: str, models: list[str], groups: list[GroupLine], method: str) -> str:
     """Groups as rows (many of them), models as columns."""
-    head = (f'<th class="name">{grouping}</th><th>prompts</th><th class="name">top</th>'
-            + "".join(f"<th>{page.escape(m)}</th>" for m in models))
-    rows = [f'<tr><td class="name">{page.escape(g.category)}</td><td>{g.prompts}</td>'
-            f'<td class="name">{page.escape(", ".join(g.top))}</td>'
-            + "".join(_cell(method, g, m) for m in models) + "</tr>" for g in groups]
+    head = f'<th class="name">{grouping}</th><th>prompts</th><th class="name">top</th>' + "".join(
+        f"<th>{page.escape(m)}</th>" for m in models
+    )
+    rows = [
+        f'<tr><td class="name">{page.escape(g.category)}</td><td>{g.prompts}</td>'
+        f'<td class="name">{page.escape(", ".join(g.top))}</td>'
+        + "".join(_cell(method, g, m) for m in models)
+        + "</tr>"
+        for g in groups
+    ]
     return f'<table class="categories"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'

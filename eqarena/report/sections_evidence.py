@@ -16,11 +16,22 @@ def support_section(d: ReportData, eq_methods: list[str]) -> str:
     if not eq_methods:
         return section("support", '<p class="note">No equilibrium method in this run.</p>')
     mass = by(d.marginals, "method", "player", "action")
-    prompts = sorted({r.action for r in d.marginals if r.player == "prompt"},
-                     key=lambda p: (0, int(p), "") if p.isdigit() else (1, 0, p))
-    marg = {m: {pl: np.array([mass[(m, pl, a)].mass if (m, pl, a) in mass else 0.0
-                              for a in (prompts if pl == "prompt" else d.models)])
-                for pl in ("prompt", "king", "rebel")} for m in eq_methods}
+    prompts = sorted(
+        {r.action for r in d.marginals if r.player == "prompt"},
+        key=lambda p: (0, int(p), "") if p.isdigit() else (1, 0, p),
+    )
+    marg = {
+        m: {
+            pl: np.array(
+                [
+                    mass[(m, pl, a)].mass if (m, pl, a) in mass else 0.0
+                    for a in (prompts if pl == "prompt" else d.models)
+                ]
+            )
+            for pl in ("prompt", "king", "rebel")
+        }
+        for m in eq_methods
+    }
     eqs = by(d.equilibria, "method")
     rows = []
     for m in eq_methods:
@@ -29,9 +40,14 @@ def support_section(d: ReportData, eq_methods: list[str]) -> str:
     table = page.table(["method", "prompts supported", "kings supported", "rebels supported"], rows)
     plot = interactive.figure(
         interactive.prompt_support(prompts, {m: marg[m]["prompt"] for m in eq_methods}, d.prompt_texts),
-        "prompt-support", "The prompts each equilibrium plays, largest mass first (hover for the prompt's text)")
-    fig = page.figure(figure_uri(figures.model_marginals, d.models, {m: marg[m] for m in eq_methods}),
-                      "support", "Equilibrium marginals over the models, as king and as rebel (models with mass)")
+        "prompt-support",
+        "The prompts each equilibrium plays, largest mass first (hover for the prompt's text)",
+    )
+    fig = page.figure(
+        figure_uri(figures.model_marginals, d.models, {m: marg[m] for m in eq_methods}),
+        "support",
+        "Equilibrium marginals over the models, as king and as rebel (models with mass)",
+    )
     return section("support", table + plot + fig)
 
 
@@ -47,10 +63,14 @@ def payoffs_section(d: ReportData) -> str:
     texts = "".join(
         f"<p><b>prompt {page.escape(p)}</b></p>"
         f"<blockquote>{page.escape(_clip(d.prompt_texts.get(p, '(text not in warehouse)')))}</blockquote>"
-        for p in d.top_prompts)
-    fig = interactive.figure(interactive.payoff_heatmaps(d.models, d.top_prompts, u, d.prompt_texts),
-                             "payoff-heatmaps", "u_king(prompt, king, rebel) on the top-rated prompts of the first "
-                             "equilibrium method (hover for the exact payoff and the prompt's text)")
+        for p in d.top_prompts
+    )
+    fig = interactive.figure(
+        interactive.payoff_heatmaps(d.models, d.top_prompts, u, d.prompt_texts),
+        "payoff-heatmaps",
+        "u_king(prompt, king, rebel) on the top-rated prompts of the first "
+        "equilibrium method (hover for the exact payoff and the prompt's text)",
+    )
     return section("payoffs", fig + texts)
 
 
@@ -65,11 +85,18 @@ def contributions_section(d: ReportData, eq_methods: list[str]) -> str:
     families = sorted({r.rebel_family for r in rows})
     kings = [m for m in d.models if any(r.king == m for r in rows)]
     cell = by(rows, "method", "king", "rebel_family")
-    deltas = {m: np.array([[cell[(m, k, f)].delta if (m, k, f) in cell else 0.0 for f in families]
-                           for k in kings]) for m in eq_methods}
-    fig = page.figure(figure_uri(figures.contribution_heatmaps, kings, families, deltas), "contributions",
-                  "delta(king, rebel family): each row sums to the king model's rating")
+    deltas = {
+        m: np.array([[cell[(m, k, f)].delta if (m, k, f) in cell else 0.0 for f in families] for k in kings])
+        for m in eq_methods
+    }
+    fig = page.figure(
+        figure_uri(figures.contribution_heatmaps, kings, families, deltas),
+        "contributions",
+        "delta(king, rebel family): each row sums to the king model's rating",
+    )
     first = eq_methods[0]
-    table = page.table(["king \\ rebel family (" + first + ")"] + families + ["sum = rating"],
-                   [[k] + list(deltas[first][n]) + [float(deltas[first][n].sum())] for n, k in enumerate(kings)])
+    table = page.table(
+        ["king \\ rebel family (" + first + ")"] + families + ["sum = rating"],
+        [[k] + list(deltas[first][n]) + [float(deltas[first][n].sum())] for n, k in enumerate(kings)],
+    )
     return section("contributions", fig + table)

@@ -24,10 +24,16 @@ def entropy_curves(frame: pl.DataFrame, methods: list[str], settings: list[str])
     for ax, what in zip(axes, ("prompt", "model")):
         for method in methods:
             for setting in settings:
-                rows = (frame.filter((pl.col("method") == method) & (pl.col("setting") == setting))
-                        .group_by("iteration").agg(pl.col(f"{what}_entropy").mean().alias("mean"),
-                                                   pl.col(f"{what}_entropy").std().alias("sd"),
-                                                   pl.len().alias("n")).sort("iteration"))
+                rows = (
+                    frame.filter((pl.col("method") == method) & (pl.col("setting") == setting))
+                    .group_by("iteration")
+                    .agg(
+                        pl.col(f"{what}_entropy").mean().alias("mean"),
+                        pl.col(f"{what}_entropy").std().alias("sd"),
+                        pl.len().alias("n"),
+                    )
+                    .sort("iteration")
+                )
                 t, mean = rows["iteration"].to_numpy(), rows["mean"].to_numpy()
                 half = 1.96 * np.nan_to_num(rows["sd"].to_numpy()) / np.sqrt(rows["n"].to_numpy())
                 ax.plot(t, mean, SETTING_STYLE[setting], color=_colour(method), label=f"{method}, {setting} prompts")
@@ -46,24 +52,35 @@ def _ragged(rows: list) -> np.ndarray:
     out = np.full((len(rows), max(width, 1)), np.nan)
     for k, r in enumerate(rows):
         if r is not None:
-            out[k, :len(r)] = r
+            out[k, : len(r)] = r
     return out
 
 
 def path_heatmaps(frame: pl.DataFrame, method: str, setting: str, trial: int) -> Figure:
     """Figure 1 right / Figure 4: one trial's added prompts and prompt-player equilibria (iterations as
     rows) and added models (skills as columns). Darker = higher focus or capability."""
-    rows = frame.filter((pl.col("method") == method) & (pl.col("setting") == setting) & (pl.col("trial") == trial)
-                        & (pl.col("iteration") > 0)).sort("iteration")
-    panels = [("added prompts", rows["added_prompt"].to_list(), "skill"),
-              ("prompt-player equilibrium", rows["prompt_marginal"].to_list(), "prompt"),
-              ("added models", rows["added_model"].to_list(), "skill")]
+    rows = frame.filter(
+        (pl.col("method") == method)
+        & (pl.col("setting") == setting)
+        & (pl.col("trial") == trial)
+        & (pl.col("iteration") > 0)
+    ).sort("iteration")
+    panels = [
+        ("added prompts", rows["added_prompt"].to_list(), "skill"),
+        ("prompt-player equilibrium", rows["prompt_marginal"].to_list(), "prompt"),
+        ("added models", rows["added_model"].to_list(), "skill"),
+    ]
     panels = [p for p in panels if any(v is not None for v in p[1])]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.6), squeeze=False)
     for ax, (title, values, axis) in zip(axes[0], panels):
         matrix = _ragged(values)
-        image = ax.imshow(matrix, cmap="Greys", aspect="auto", interpolation="nearest",
-                          extent=(0.5, matrix.shape[1] + 0.5, rows["iteration"].max() + 0.5, 0.5))
+        image = ax.imshow(
+            matrix,
+            cmap="Greys",
+            aspect="auto",
+            interpolation="nearest",
+            extent=(0.5, matrix.shape[1] + 0.5, rows["iteration"].max() + 0.5, 0.5),
+        )
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(axis)
         ax.set_ylabel("iteration")

@@ -15,7 +15,7 @@ HEADLINE_PREFERENCE = ("ne", "cce")  # the paper's headline ratings, when the ru
 
 @dataclass(frozen=True)
 class Verdict:
-    method: str           # the headline method
+    method: str  # the headline method
     best: tuple[str, ...]  # its top-ranked model(s); more than one is a tie
     lines: tuple[str, ...]
 
@@ -47,7 +47,7 @@ def verdict(table: pl.DataFrame) -> Verdict:
     best = top["action"].to_list()
     first = top.row(0, named=True)
     facts = [f"rating {format_rating(method, first['rating'])}"]
-    if (shown := _interval(method, first["ci_lo"], first["ci_hi"])):
+    if shown := _interval(method, first["ci_lo"], first["ci_hi"]):
         facts.append(shown)
     if len(best) == 1 and first["p_top1"] is not None:
         facts.append(f"P(top 1) {first['p_top1']:.0%} over resampled prompts")
@@ -55,7 +55,9 @@ def verdict(table: pl.DataFrame) -> Verdict:
         lines = [f"Best model by {label(method)}: {best[0]} ({', '.join(facts)})."]
     else:
         lines = [f"{_names(best)} tie first by {label(method)} ({', '.join(facts)})."]
-    contenders = rows.filter(pl.col("p_top1").is_not_null() & (pl.col("p_top1") >= 0.05)).sort("p_top1", descending=True)
+    contenders = rows.filter(pl.col("p_top1").is_not_null() & (pl.col("p_top1") >= 0.05)).sort(
+        "p_top1", descending=True
+    )
     if len(best) == 1 and first["p_top1"] is not None and first["p_top1"] < 0.9 and contenders.height > 1:
         shares = ", ".join(f"{r['action']} {r['p_top1']:.0%}" for r in contenders.iter_rows(named=True))
         lines.append(f"The top spot is not settled: P(top 1) {shares}.")
@@ -65,13 +67,17 @@ def verdict(table: pl.DataFrame) -> Verdict:
 
 def _agreement(table: pl.DataFrame, methods: list[str], best: list[str]) -> str:
     """One sentence: do the other methods put the same model(s) first?"""
-    firsts = {m: sorted(table.filter((pl.col("method") == m) & (pl.col("rank") == 1))["action"].to_list())
-              for m in methods}
+    firsts = {
+        m: sorted(table.filter((pl.col("method") == m) & (pl.col("rank") == 1))["action"].to_list()) for m in methods
+    }
     if all(set(best) <= set(f) for f in firsts.values()):
         if len(methods) == 1:
             return "Only one method was rated."
-        ties = "; ".join(f"{label(m)} ties {_names([x for x in f if x not in best])} with it"
-                         for m, f in firsts.items() if set(f) - set(best))
+        ties = "; ".join(
+            f"{label(m)} ties {_names([x for x in f if x not in best])} with it"
+            for m, f in firsts.items()
+            if set(f) - set(best)
+        )
         return f"All {len(methods)} methods rank {_names(best)} first" + (f" ({ties})." if ties else ".")
     others = "; ".join(f"{label(m)}: {_names(f)}" for m, f in firsts.items() if not set(best) <= set(f))
     return f"The methods disagree on the top: {others}."

@@ -57,14 +57,16 @@ def _start_worker(parent: int, barrier, stopped, compiling) -> None:
     if os.getppid() != parent:  # the parent died before prctl
         os._exit(1)
     _keep_freed_memory()
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    ).strip()
     for variable in BLAS_THREAD_VARIABLES:  # read by each BLAS library as it loads
         os.environ[variable] = "1"
     _WORKER_BARRIER[:] = [barrier]
     _WORKER_STOPPED[:] = [stopped]
-    import eqarena.solvers.bootstrap.confidence  # noqa: F401  (the imports every unit needs)
     import threadpoolctl
+
+    import eqarena.solvers.bootstrap.confidence  # noqa: F401  (the imports every unit needs)
 
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):  # one worker compiles a program, the others read it back
         from eqarena.solvers.nash.batched import guard_compiles
@@ -120,12 +122,19 @@ class _Workers:
         # resource tracker at a quick exit would have it print a "leaked semaphore" warning.
         self.stopped = context.RawValue("b", 0)
         self.pool = concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start_worker,
-            initargs=(os.getpid(), context.Barrier(workers), self.stopped,
-                      [context.Lock() for _ in range(_COMPILE_LOCKS)]))
+            workers,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(
+                os.getpid(),
+                context.Barrier(workers),
+                self.stopped,
+                [context.Lock() for _ in range(_COMPILE_LOCKS)],
+            ),
+        )
         with holding_interrupts():  # a Ctrl-C before a worker's first import must not kill it with a traceback
             for _ in range(workers):  # a spawning executor starts a process per submit while none is idle:
-                self.pool.submit(int)   # back to back, before any has started, these start all of them
+                self.pool.submit(int)  # back to back, before any has started, these start all of them
 
     def install(self, solver: ReplicateSolver) -> None:
         """Hand `solver` to every worker (pickled once)."""
@@ -258,4 +267,3 @@ def terminate_pool(pool: concurrent.futures.ProcessPoolExecutor) -> None:
         process.join(timeout=2)
     if manager is not None:
         manager.join(timeout=2)
-

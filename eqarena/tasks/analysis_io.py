@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 
 from eqarena import warehouse
+from eqarena.exceptions import NotFoundError
 from eqarena.orchestration.steps import step
 from eqarena.warehouse.analyses import (
     RunGame,
@@ -31,7 +32,7 @@ def read_rate_game(db: str | None, run_id: str | None = None) -> RunGame:
         if run_id is None:
             run_id = latest_rate_run_id(con)
             if run_id is None:
-                raise LookupError("no finished rate run in the warehouse: run `eqarena rate` first")
+                raise NotFoundError("no finished rate run in the warehouse: run `eqarena rate` first")
         return read_run_game(con, run_id)
     finally:
         con.close()
@@ -45,8 +46,14 @@ def unwritten_rate_game(run_id: str, tensor: PayoffTensor, methods: Sequence[str
 def unwritten_marginals(game: RunGame, tensor: PayoffTensor, record: EquilibriumRecord) -> list[np.ndarray]:
     """The marginals `read_selected_equilibrium` reads back once `record` (an equilibrium of `tensor`) is written."""
     actions = {"prompt": tensor.prompts, "king": tensor.models, "rebel": tensor.models}
-    return marginals_in_game_order(game, {(player, a): float(m) for player, labels in actions.items()
-                                          for a, m in zip(labels, np.asarray(record.marginals[player]))})
+    return marginals_in_game_order(
+        game,
+        {
+            (player, a): float(m)
+            for player, labels in actions.items()
+            for a, m in zip(labels, np.asarray(record.marginals[player]))
+        },
+    )
 
 
 @step("read_selected_equilibrium")
@@ -70,8 +77,9 @@ def top_model(db: str | None, run_id: str, methods: tuple[str, ...] = ("ne", "cc
     return best_king(rows, run_id, methods)
 
 
-def best_king(rows: Sequence[RatingRow], run_id: str,
-              methods: tuple[str, ...] = ("ne", "cce", "bt")) -> tuple[str, str]:
+def best_king(
+    rows: Sequence[RatingRow], run_id: str, methods: tuple[str, ...] = ("ne", "cce", "bt")
+) -> tuple[str, str]:
     """(model, method): among the king `rows` of a rate run, the best of the first of `methods` it rated
     (highest rating, then largest equilibrium mass, then name)."""
     for method in methods:
@@ -79,15 +87,18 @@ def best_king(rows: Sequence[RatingRow], run_id: str,
         if kings:
             best = min(kings, key=lambda r: (-r.rating, -(r.mass or 0.0), r.action))
             return best.action, method
-    raise LookupError(f"rate run {run_id!r} has no model ratings")
+    raise NotFoundError(f"rate run {run_id!r} has no model ratings")
 
 
 def king_rows(ratings: Sequence[MethodRatings]) -> list[RatingRow]:
     """The king rows `read_ratings` gives back once `ratings` are written (rank left 0: `best_king` does
     not read it)."""
-    return [RatingRow(r.method, r.player, action, float(value), 0,
-                      None if r.mass is None else float(r.mass[k]), None, None)
-            for r in ratings if r.player == "king" for k, (action, value) in enumerate(zip(r.actions, r.rating))]
+    return [
+        RatingRow(r.method, r.player, action, float(value), 0, None if r.mass is None else float(r.mass[k]), None, None)
+        for r in ratings
+        if r.player == "king"
+        for k, (action, value) in enumerate(zip(r.actions, r.rating))
+    ]
 
 
 @step("write_analysis_run")

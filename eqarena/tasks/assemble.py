@@ -26,8 +26,10 @@ from eqarena.warehouse.tensor import (
     score_judges,
 )
 
-NO_BATTLES = {key: np.zeros(0, dtype=np.float64 if key == "score" else np.int64)
-              for key in ("prompt", "model_a", "model_b", "score")}
+NO_BATTLES = {
+    key: np.zeros(0, dtype=np.float64 if key == "score" else np.int64)
+    for key in ("prompt", "model_a", "model_b", "score")
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +51,8 @@ def expand_judges(dataset: str, available: list[str], requested: list[str] | Non
     if not requested:
         if not available:
             raise UnknownJudgeError(
-                f"no judgments on dataset {dataset!r} yet: ingest recorded judgments or run `eqarena judge`")
+                f"no judgments on dataset {dataset!r} yet: ingest recorded judgments or run `eqarena judge`"
+            )
         return list(available)
     judges: list[str] = []
     for name in requested:
@@ -57,7 +60,8 @@ def expand_judges(dataset: str, available: list[str], requested: list[str] | Non
             prd = [j for j in available if j.startswith(PRD_PREFIX)]
             if not prd:
                 raise UnknownJudgeError(
-                    f"--judge all-prd: no prd:* judgments on dataset {dataset!r} (ingest vicuna80 first)")
+                    f"--judge all-prd: no prd:* judgments on dataset {dataset!r} (ingest vicuna80 first)"
+                )
             judges.extend(prd)
         else:
             judges.append(name)
@@ -87,8 +91,14 @@ def assemble(db: str | None, options: RateOptions) -> Assembled:
         choice = choose_grouping(con, options, judges)
         if choice is not None:
             game = assemble_group_game(con, options, judges, choice)
-            return Assembled(raw=game.judged, tensor=game.tensor, dropped=game.dropped, battles=game.battles,
-                             grouping=choice.grouping, replicates=game.replicates)
+            return Assembled(
+                raw=game.judged,
+                tensor=game.tensor,
+                dropped=game.dropped,
+                battles=game.battles,
+                grouping=choice.grouping,
+                replicates=game.replicates,
+            )
         return assemble_group(con, options, group)
 
 
@@ -116,7 +126,8 @@ def impute(raw: PayoffTensor) -> tuple[PayoffTensor, Dropped]:
     except ImputationError as exc:
         raise IncompleteTensorError(f"--missing impute: {exc}") from None
     imputed = np.asarray(filled.imputed, dtype=bool)
-    tensor = replace(raw, u_king=np.asarray(filled.u_king, dtype=np.float64),
-                     covered=np.ones_like(raw.covered), imputed=imputed)
+    tensor = replace(
+        raw, u_king=np.asarray(filled.u_king, dtype=np.float64), covered=np.ones_like(raw.covered), imputed=imputed
+    )
     cells = int((imputed & np.triu(np.ones((M, M), dtype=bool), k=1)[None]).sum())
     return tensor, Dropped("impute", imputed_cells=cells, total_cells=P * M * (M - 1) // 2)

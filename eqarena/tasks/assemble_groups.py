@@ -45,34 +45,45 @@ def choose_grouping(con, options: RateOptions, judges: list[str]) -> GroupChoice
     if not pairwise_only(con, options.dataset, judges):
         if wanted is PromptActions.AUTO:
             return None
-        raise IncompleteTensorError(f"--prompt-groups {wanted.value}: dataset {options.dataset!r} holds per-prompt "
-                                    "scores, which are dense per prompt; rate it without --prompt-groups")
+        raise IncompleteTensorError(
+            f"--prompt-groups {wanted.value}: dataset {options.dataset!r} holds per-prompt "
+            "scores, which are dense per prompt; rate it without --prompt-groups"
+        )
     sizes = grouping_sizes(con, options.dataset)
     if wanted is not PromptActions.AUTO:
         if wanted.value != "all" and wanted.value not in sizes:
             have = ", ".join(f"{g} ({n})" for g, n in sizes.items()) or "none"
-            raise LookupError(f"--prompt-groups {wanted.value}: dataset {options.dataset!r} has no prompt "
-                              f"{wanted.value} labels (groupings it has: {have}; `all` is one group of every battle)")
+            raise LookupError(
+                f"--prompt-groups {wanted.value}: dataset {options.dataset!r} has no prompt "
+                f"{wanted.value} labels (groupings it has: {have}; `all` is one group of every battle)"
+            )
         return GroupChoice(wanted.value, f"--prompt-groups {wanted.value}")
     coverage = judged_coverage(con, options.dataset, judges)
     sparse = coverage.share < SPARSE_SHARE
-    if sparse and coverage.prompts * coverage.models ** 2 > DENSE_CELLS:
+    if sparse and coverage.prompts * coverage.models**2 > DENSE_CELLS:
         grouping = next((g for g in AUTO_ORDER if g in sizes), "all")
-        choice = GroupChoice(grouping, f"{_coverage_line(coverage)}: too sparse for per-prompt payoffs, so the "
-                                       f"prompt player's actions are groups by {grouping} (--prompt-groups auto; "
-                                       f"{_alternatives(sizes, grouping)})")
+        choice = GroupChoice(
+            grouping,
+            f"{_coverage_line(coverage)}: too sparse for per-prompt payoffs, so the "
+            f"prompt player's actions are groups by {grouping} (--prompt-groups auto; "
+            f"{_alternatives(sizes, grouping)})",
+        )
         say(choice.reason)
         return choice
     if sparse and coverage.spanned_prompts * 2 < coverage.prompts:
-        say(f"{_coverage_line(coverage)}: most prompts have fewer judged pairs than models, so per-prompt payoffs "
+        say(
+            f"{_coverage_line(coverage)}: most prompts have fewer judged pairs than models, so per-prompt payoffs "
             f"rest on predictions; to rate by groups of prompts: eqarena rate --prompt-groups "
-            f"{'|'.join([*sizes, 'all'])}")
+            f"{'|'.join([*sizes, 'all'])}"
+        )
     return None
 
 
 def _coverage_line(c: CellCoverage) -> str:
-    return (f"{c.battles:,} battles judge {c.judged_cells:,} of {c.cells:,} (prompt, model pair) cells "
-            f"({c.share:.2%}) of {c.prompts:,} prompts x {c.models} models")
+    return (
+        f"{c.battles:,} battles judge {c.judged_cells:,} of {c.cells:,} (prompt, model pair) cells "
+        f"({c.share:.2%}) of {c.prompts:,} prompts x {c.models} models"
+    )
 
 
 def _alternatives(sizes: dict[str, int], chosen: str) -> str:
@@ -101,21 +112,35 @@ def assemble_group_game(con, options: RateOptions, judges: list[str], choice: Gr
     """The group game of `judges` on `options.dataset` under `choice` (solvers.sparse.group_game)."""
     read = read_group_battles(con, options.dataset, judges, choice.grouping)
     if len(read.models) < 2:
-        raise IncompleteTensorError(f"dataset {options.dataset!r} has {len(read.models)} judged model(s) for judge(s) "
-                                    f"{', '.join(judges)}: a game needs at least 2")
-    battles = GroupBattles(**read.arrays, num_prompts=read.num_prompts, num_groups=len(read.groups),
-                           num_models=len(read.models))
+        raise IncompleteTensorError(
+            f"dataset {options.dataset!r} has {len(read.models)} judged model(s) for judge(s) "
+            f"{', '.join(judges)}: a game needs at least 2"
+        )
+    battles = GroupBattles(
+        **read.arrays, num_prompts=read.num_prompts, num_groups=len(read.groups), num_models=len(read.models)
+    )
     game = GroupCells(battles).fit()
     observed = game.observed | np.eye(len(read.models), dtype=bool)[None]
     first_group = np.zeros(len(battles.score), dtype=np.int64)
     first_group[battles.member_battle[::-1]] = battles.member_group[::-1]  # each battle's first membership wins
     tensor = PayoffTensor(
-        dataset=options.dataset, judges=tuple(judges), prompts=read.groups, models=read.models,
-        u_king=game.u_king, covered=np.ones(game.u_king.shape, dtype=bool),
-        samples=observed.astype(np.int64), fingerprint=read.fingerprint,
-        inputs=read.inputs, imputed=~observed)
-    battle_arrays = {"prompt": first_group, "model_a": battles.model_a, "model_b": battles.model_b,
-                     "score": battles.score}
+        dataset=options.dataset,
+        judges=tuple(judges),
+        prompts=read.groups,
+        models=read.models,
+        u_king=game.u_king,
+        covered=np.ones(game.u_king.shape, dtype=bool),
+        samples=observed.astype(np.int64),
+        fingerprint=read.fingerprint,
+        inputs=read.inputs,
+        imputed=~observed,
+    )
+    battle_arrays = {
+        "prompt": first_group,
+        "model_a": battles.model_a,
+        "model_b": battles.model_b,
+        "score": battles.score,
+    }
     cells = int(np.triu(~observed, k=1).sum())
     m = len(read.models)
     dropped = Dropped("groups", imputed_cells=cells, total_cells=len(read.groups) * m * (m - 1) // 2)

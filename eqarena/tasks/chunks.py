@@ -11,9 +11,13 @@ Chunk = TypeVar("Chunk")
 CHUNKS_IN_FLIGHT = 2
 
 
-async def run_chunks(chunks: Sequence[Chunk], run: Callable[[Chunk], Awaitable[object]],
-                     halted: Callable[[], bool], skip: Callable[[Chunk], None],
-                     in_flight: int = CHUNKS_IN_FLIGHT) -> None:
+async def run_chunks(
+    chunks: Sequence[Chunk],
+    run: Callable[[Chunk], Awaitable[object]],
+    halted: Callable[[], bool],
+    skip: Callable[[Chunk], None],
+    in_flight: int = CHUNKS_IN_FLIGHT,
+) -> None:
     """`run` each chunk, `in_flight` at a time; a chunk whose turn comes once `halted()` is `skip`ped.
     Raises the first chunk's error after every chunk has ended."""
     gate = asyncio.Semaphore(in_flight)

@@ -20,9 +20,9 @@ from eqarena.generation.batch import AnswerJobResult, BatchGenerator
 from eqarena.generation.plan import AnswerPlan, AnswerRequest, plan_answers
 from eqarena.generation.runner import AnswerRunner, AnswerStats
 from eqarena.generation.setup import MODEL_OPTION, GenerateSetup
+from eqarena.judge.inputs import read_prompt_texts
 from eqarena.llm.batch_api import BatchSettings
 from eqarena.llm.budget import Budget
-from eqarena.judge.inputs import read_prompt_texts
 from eqarena.llm.progress import JudgeProgress
 from eqarena.llm.providers import JudgeUnreachableError, OpenAIProvider, Provider, make_provider
 from eqarena.options import GenerateOptions
@@ -38,12 +38,20 @@ PROMPTS_PER_CHUNK = 50
 
 
 @task(name="plan_answers", cache_policy=NONE)
-def plan_generation(con: duckdb.DuckDBPyConnection, options: GenerateOptions, setup: GenerateSetup,
-                    dataset: str) -> AnswerPlan:
+def plan_generation(
+    con: duckdb.DuckDBPyConnection, options: GenerateOptions, setup: GenerateSetup, dataset: str
+) -> AnswerPlan:
     """The chosen prompts of `dataset` the model has not answered yet (eqarena/generation/plan.py)."""
-    return plan_answers(con, dataset=dataset, model_id=setup.model_id, generator=setup.generator,
-                        prompt_count=options.prompts, max_tokens=options.generation.max_tokens or 0,
-                        price=setup.price, batch=options.batch)
+    return plan_answers(
+        con,
+        dataset=dataset,
+        model_id=setup.model_id,
+        generator=setup.generator,
+        prompt_count=options.prompts,
+        max_tokens=options.generation.max_tokens or 0,
+        price=setup.price,
+        batch=options.batch,
+    )
 
 
 @task(name="register_model", cache_policy=NONE)
@@ -106,14 +114,16 @@ class GenerateSession(WarehouseSession):
         """The model's provider (its SDK client); a missing key fails here, before anything is written."""
         return make_provider(self.setup.spec, timeout_s=self.options.retry.timeout_s, option=MODEL_OPTION)
 
-    def generate(self, provider: Provider, plan: AnswerPlan, run_id: str, budget: Budget,
-                 progress: bool) -> AnswerStats:
+    def generate(
+        self, provider: Provider, plan: AnswerPlan, run_id: str, budget: Budget, progress: bool
+    ) -> AnswerStats:
         """Collect the open batch jobs (when the provider can), then ask for the plan's answers live or, with
         --batch, in new jobs; closes the provider. Returns the stats (also kept in `self.stats`)."""
         return asyncio.run(self._generate(provider, plan, run_id, budget, progress))
 
-    async def _generate(self, provider: Provider, plan: AnswerPlan, run_id: str, budget: Budget,
-                        progress: bool) -> AnswerStats:
+    async def _generate(
+        self, provider: Provider, plan: AnswerPlan, run_id: str, budget: Budget, progress: bool
+    ) -> AnswerStats:
         try:
             if self.options.batch:
                 await self._batches(provider, plan.requests, run_id, budget)
@@ -127,34 +137,57 @@ class GenerateSession(WarehouseSession):
         finally:
             await provider.aclose()
 
-    async def _live(self, provider: Provider, plan: AnswerPlan, run_id: str, budget: Budget,
-                    progress: bool) -> AnswerStats:
+    async def _live(
+        self, provider: Provider, plan: AnswerPlan, run_id: str, budget: Budget, progress: bool
+    ) -> AnswerStats:
         """The plan's answers asked one request each, chunk by chunk, through one runner."""
         options = self.options
         with JudgeProgress(len(plan.requests), label=self.setup.model_id, enabled=progress) as bar:
-            async with AnswerRunner(provider=provider, model_id=self.setup.model_id, dataset=plan.dataset,
-                                    prompts=plan.prompts, generation=self.setup.generation,
-                                    writer=ResponseWriter(self.con), run_id=run_id, retry=options.retry,
-                                    limits=options.limits, options=options.generation, price=self.setup.price,
-                                    budget=budget, progress=bar) as runner:
+            async with AnswerRunner(
+                provider=provider,
+                model_id=self.setup.model_id,
+                dataset=plan.dataset,
+                prompts=plan.prompts,
+                generation=self.setup.generation,
+                writer=ResponseWriter(self.con),
+                run_id=run_id,
+                retry=options.retry,
+                limits=options.limits,
+                options=options.generation,
+                price=self.setup.price,
+                budget=budget,
+                progress=bar,
+            ) as runner:
                 self.stats = runner.stats
 
                 def skip(requests) -> None:
                     runner.stats.skipped += len(requests)
 
-                await run_chunks(plan.chunks(PROMPTS_PER_CHUNK), lambda requests: generate_chunk(runner, requests),
-                                 lambda: runner.halted, skip)
+                await run_chunks(
+                    plan.chunks(PROMPTS_PER_CHUNK),
+                    lambda requests: generate_chunk(runner, requests),
+                    lambda: runner.halted,
+                    skip,
+                )
             return runner.stats
 
-    async def _batches(self, provider: Provider, requests: Sequence[AnswerRequest], run_id: str,
-                       budget: Budget) -> None:
+    async def _batches(
+        self, provider: Provider, requests: Sequence[AnswerRequest], run_id: str, budget: Budget
+    ) -> None:
         """Resume the open jobs, submit `requests` (within the caps, at the batch price) as new ones, wait
         for all and store their answers; counts go to `self.stats`."""
         price, max_tokens = self.setup.price, self.options.generation.max_tokens or 0
-        batches = BatchGenerator(provider=provider, model_id=self.setup.model_id, dataset=self.dataset,
-                                 prompts=read_prompt_texts(self.con, self.dataset), generation=self.setup.generation,
-                                 con=self.con, run_id=run_id,
-                                 settings=BatchSettings(poll_interval_s=self.options.batch_poll_s), on_status=_say)
+        batches = BatchGenerator(
+            provider=provider,
+            model_id=self.setup.model_id,
+            dataset=self.dataset,
+            prompts=read_prompt_texts(self.con, self.dataset),
+            generation=self.setup.generation,
+            con=self.con,
+            run_id=run_id,
+            settings=BatchSettings(poll_interval_s=self.options.batch_poll_s),
+            on_status=_say,
+        )
         try:
             resumed = self.open_batch_jobs()
             if resumed:
@@ -172,8 +205,9 @@ class GenerateSession(WarehouseSession):
                 add_job_result(self.stats, result)
         except Exception as exc:
             if provider.is_refused(exc):  # one line instead of the SDK's traceback
-                raise JudgeUnreachableError(f"cannot reach the model at {provider.base_url}: connection refused") \
-                    from exc
+                raise JudgeUnreachableError(
+                    f"cannot reach the model at {provider.base_url}: connection refused"
+                ) from exc
             raise
         spent = price.cost(self.stats.tokens_in, self.stats.tokens_out, batch=True) if price else 0.0
         budget.settle(budget.reserved_usd, budget.reserved_samples, spent, self.stats.ok + self.stats.failed)
@@ -196,19 +230,24 @@ def add_job_result(stats: AnswerStats, result: AnswerJobResult) -> None:
 
 def add_answer_stats(total: AnswerStats, part: AnswerStats) -> AnswerStats:
     """`total` with `part`'s counts added (the batch jobs collected before a live run)."""
-    add_job_result(total, AnswerJobResult("", "", part.requests, part.ok, part.failed, part.failures,
-                                          part.tokens_in, part.tokens_out))
+    add_job_result(
+        total,
+        AnswerJobResult("", "", part.requests, part.ok, part.failed, part.failures, part.tokens_in, part.tokens_out),
+    )
     total.skipped += part.skipped
     return total
 
 
-def generate_message(left: AnswerPlan, stats: AnswerStats, budget: Budget, stopped_by: str | None,
-                     failure: BaseException | None) -> str:
+def generate_message(
+    left: AnswerPlan, stats: AnswerStats, budget: Budget, stopped_by: str | None, failure: BaseException | None
+) -> str:
     """The one line a generate run leaves in `runs.message`: what it did, what stopped it, what is left."""
     reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(stats.failures.items()))
-    done = (f"{stats.ok} answers stored, {stats.failed} failed{f' ({reasons})' if reasons else ''} from "
-            f"{stats.requests} requests ({stats.retries} retries), {stats.tokens_in:,} + {stats.tokens_out:,} "
-            f"tokens, ${budget.spent_usd:.4f}")
+    done = (
+        f"{stats.ok} answers stored, {stats.failed} failed{f' ({reasons})' if reasons else ''} from "
+        f"{stats.requests} requests ({stats.retries} retries), {stats.tokens_in:,} + {stats.tokens_out:,} "
+        f"tokens, ${budget.spent_usd:.4f}"
+    )
     head = outcome_head(failure, stopped_by)
     calls = len(left.requests)
     tail = f"left: {calls} prompts; run the same command again to continue" if calls else "left: nothing"

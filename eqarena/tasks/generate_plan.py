@@ -19,8 +19,14 @@ def plan_generate_run(options: GenerateOptions, db: str | None = None) -> Genera
     """The plan of a generate run from a read-only look at the warehouse; sends nothing."""
     setup = prepare_generation(options)
     with closing(warehouse.connect(db, read_only=True)) as con:
-        plan = plan_answers(con, dataset=choose_dataset(con, options.dataset), model_id=setup.model_id,
-                            generator=setup.generator, prompt_count=options.prompts,
-                            max_tokens=options.generation.max_tokens or 0, price=setup.price,
-                            batch=options.batch).summary()
+        plan = plan_answers(
+            con,
+            dataset=choose_dataset(con, options.dataset),
+            model_id=setup.model_id,
+            generator=setup.generator,
+            prompt_count=options.prompts,
+            max_tokens=options.generation.max_tokens or 0,
+            price=setup.price,
+            batch=options.batch,
+        ).summary()
     return GenerateOutcome(setup.model_id, None, plan, plan, message="plan only, nothing sent")

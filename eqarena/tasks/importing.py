@@ -6,7 +6,6 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from eqarena import warehouse
 from eqarena.datasets.records import DatasetError
 from eqarena.importers.arena_hard_auto import read_arena_hard_judgments
@@ -44,8 +43,9 @@ def read_import(options: ImportOptions) -> Imported:
         if options.layout is ImportLayout.PREFERENCES:
             return read_preference_table(files, options.dataset, options.judge, options.baseline, options.id_column)
         return read_pairwise_table(files, options.dataset, options.judge, options.id_column)
-    return read_score_table(files, options.dataset, options.judge, options.payoff, options.scale,
-                            options.layout, options.id_column)
+    return read_score_table(
+        files, options.dataset, options.judge, options.payoff, options.scale, options.layout, options.id_column
+    )
 
 
 @step("check_score_judges")
@@ -61,4 +61,5 @@ def check_score_judges(db: str | None, imported: Imported) -> None:
         if other:
             raise DatasetError(
                 f"judge {judge!r} already holds scores on {data.name!r} imported with {other[0]} "
-                f"(this import: {wanted[judge]}); import under another --judge")
+                f"(this import: {wanted[judge]}); import under another --judge"
+            )

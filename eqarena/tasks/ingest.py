@@ -93,28 +93,54 @@ def read_dataset(dataset: str, name: str | None = None) -> Dataset:
 def write_dataset(db: str | None, data: Dataset, replace: bool, run_id: str) -> IngestSummary:
     """Write prompts, models, responses and recorded judgments in one transaction (nothing on failure)."""
     name = data.name
-    prompts = [{"dataset": name, "prompt_id": p.prompt_id, "category": p.category, "cluster": p.cluster,
-                "text": p.text} for p in data.prompts if p.text is not None]
-    placeholders = [{"dataset": name, "prompt_id": p.prompt_id, "category": p.category, "cluster": p.cluster,
-                     "text": ""} for p in data.prompts if p.text is None]
+    prompts = [
+        {"dataset": name, "prompt_id": p.prompt_id, "category": p.category, "cluster": p.cluster, "text": p.text}
+        for p in data.prompts
+        if p.text is not None
+    ]
+    placeholders = [
+        {"dataset": name, "prompt_id": p.prompt_id, "category": p.category, "cluster": p.cluster, "text": ""}
+        for p in data.prompts
+        if p.text is None
+    ]
     models = [{"model_id": m, "family": model_family(m)} for m in data.models]
-    responses = [{"dataset": name, "prompt_id": r.prompt_id, "model_id": r.model_id,
-                  "response_id": r.response_id, "text": r.text, "text_sha256": text_sha256(r.text)}
-                 for r in data.responses]
+    responses = [
+        {
+            "dataset": name,
+            "prompt_id": r.prompt_id,
+            "model_id": r.model_id,
+            "response_id": r.response_id,
+            "text": r.text,
+            "text_sha256": text_sha256(r.text),
+        }
+        for r in data.responses
+    ]
     labels = (pl.lit(name).alias("dataset"), pl.lit(run_id).alias("run_id"))
     judgments = data.judgments.with_columns(*labels)
     scores = data.scores.with_columns(*labels)
     with closing(warehouse.connect(db)) as con, transaction(con):
-        tables = tuple(write_rows(con, spec, rows, replace=replace) for spec, rows in
-                       ((PROMPTS, prompts), (MODELS, models), (RESPONSES, responses), (JUDGMENTS, judgments),
-                        (SCORES, scores)) if spec is not SCORES or scores.height)
+        tables = tuple(
+            write_rows(con, spec, rows, replace=replace)
+            for spec, rows in (
+                (PROMPTS, prompts),
+                (MODELS, models),
+                (RESPONSES, responses),
+                (JUDGMENTS, judgments),
+                (SCORES, scores),
+            )
+            if spec is not SCORES or scores.height
+        )
         if data.tags.height:  # after the prompts (placeholders included) they label
             tags = data.tags.with_columns(pl.lit(name).alias("dataset"))
             tables += (write_rows(con, PROMPT_TAGS, tags),)
         if placeholders:
             added = write_rows(con, PROMPT_PLACEHOLDERS, placeholders)
-            tables = (replace_fields(tables[0], new=tables[0].new + added.new,
-                                     unchanged=tables[0].unchanged + added.unchanged), *tables[1:])
+            tables = (
+                replace_fields(
+                    tables[0], new=tables[0].new + added.new, unchanged=tables[0].unchanged + added.unchanged
+                ),
+                *tables[1:],
+            )
     return IngestSummary(dataset=name, source=data.source, run_id=run_id, replace=replace, tables=tables)
 
 

@@ -15,15 +15,15 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from eqarena.judge.batch import BatchJudge, BatchSettings, JobResult
-from eqarena.llm.budget import Budget
 from eqarena.judge.dask_calls import dask_provider
 from eqarena.judge.inputs import JudgeInputs, read_inputs
-from eqarena.judge.plan import JudgePlan, PlannedRequest, plan_missing
-from eqarena.llm.progress import JudgeProgress
 from eqarena.judge.judges import make_judge_provider
-from eqarena.llm.providers import JudgeUnreachableError, Provider
+from eqarena.judge.plan import JudgePlan, PlannedRequest, plan_missing
 from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.judge.setup import JudgeSetup
+from eqarena.llm.budget import Budget
+from eqarena.llm.progress import JudgeProgress
+from eqarena.llm.providers import JudgeUnreachableError, Provider
 from eqarena.options import JudgeOptions, Runner
 from eqarena.tasks.chunks import run_chunks
 from eqarena.tasks.runs import outcome_head
@@ -32,7 +32,7 @@ from eqarena.warehouse.judge_batches import open_jobs
 from eqarena.warehouse.judgments import JudgmentWriter
 from eqarena.warehouse.runs import RunRecord, upsert_run
 
-BATCH_ROUNDS = 3      # batch submissions per run: the first, then re-asks of unparseable verdicts
+BATCH_ROUNDS = 3  # batch submissions per run: the first, then re-asks of unparseable verdicts
 
 
 def _to_stderr(message: str) -> None:
@@ -48,12 +48,21 @@ def read_judge_inputs(
 
 
 @task(name="plan_judgments", cache_policy=NONE)
-def plan_judgments(con: duckdb.DuckDBPyConnection, options: JudgeOptions, setup: JudgeSetup,
-                   inputs: JudgeInputs) -> JudgePlan:
+def plan_judgments(
+    con: duckdb.DuckDBPyConnection, options: JudgeOptions, setup: JudgeSetup, inputs: JudgeInputs
+) -> JudgePlan:
     """The missing judge calls of the run on the inputs (eqarena/judge/plan.py)."""
-    return plan_missing(con, setup.spec.judge_id, setup.template, inputs, samples_per_order=options.samples_per_order,
-                        max_unparsed=options.max_unparsed, multi_sample=setup.multi_sample,
-                        batch=options.runner.batch, price=setup.price)
+    return plan_missing(
+        con,
+        setup.spec.judge_id,
+        setup.template,
+        inputs,
+        samples_per_order=options.samples_per_order,
+        max_unparsed=options.max_unparsed,
+        multi_sample=setup.multi_sample,
+        batch=options.runner.batch,
+        price=setup.price,
+    )
 
 
 @task(name="judge_chunk", cache_policy=NONE)
@@ -96,8 +105,9 @@ class JudgeSession(WarehouseSession):
         return plan_judgments(self.con, self.options, self.setup, self.inputs)
 
     def open_batch_jobs(self) -> bool:
-        return self.options.runner.batch and bool(open_jobs(self.con, self.setup.spec.judge_id,
-                                                            self.setup.template.hash, self.inputs.dataset))
+        return self.options.runner.batch and bool(
+            open_jobs(self.con, self.setup.spec.judge_id, self.setup.template.hash, self.inputs.dataset)
+        )
 
     def write_run(self, run: RunRecord) -> None:
         record_judge_run(self.con, run)
@@ -109,30 +119,51 @@ class JudgeSession(WarehouseSession):
         if options.runner.batch:
             return self._judge_in_batches(plan, run_id, budget)
         if options.runner.runner is Runner.DASK:
-            with dask_provider(spec, timeout_s=options.retry.timeout_s, address=options.runner.dask_address,
-                               workers=options.runner.dask_workers, concurrency=options.limits.concurrency) as provider:
+            with dask_provider(
+                spec,
+                timeout_s=options.retry.timeout_s,
+                address=options.runner.dask_address,
+                workers=options.runner.dask_workers,
+                concurrency=options.limits.concurrency,
+            ) as provider:
                 return asyncio.run(self._judge_live(provider, plan, run_id, budget, progress)), ()
         provider = make_judge_provider(spec, timeout_s=options.retry.timeout_s)
         return asyncio.run(self._judge_live(provider, plan, run_id, budget, progress)), ()
 
-    async def _judge_live(self, provider: Provider, plan: JudgePlan, run_id: str, budget: Budget,
-                          progress: bool) -> RunStats:
+    async def _judge_live(
+        self, provider: Provider, plan: JudgePlan, run_id: str, budget: Budget, progress: bool
+    ) -> RunStats:
         """Run the plan chunk by chunk (eqarena/tasks/chunks.py) through one shared runner."""
         options, inputs = self.options, self.inputs
         try:
             with JudgeProgress(plan.samples, label=plan.judge, enabled=progress) as bar:
-                async with JudgeRunner(provider=provider, template=self.setup.template, dataset=inputs.dataset,
-                                       prompts=inputs.prompts, responses=inputs.responses,
-                                       writer=JudgmentWriter(self.con), run_id=run_id, retry=options.retry,
-                                       limits=options.limits, options=options.generation, price=self.setup.price,
-                                       budget=budget, progress=bar, multi_sample=self.setup.multi_sample) as runner:
+                async with JudgeRunner(
+                    provider=provider,
+                    template=self.setup.template,
+                    dataset=inputs.dataset,
+                    prompts=inputs.prompts,
+                    responses=inputs.responses,
+                    writer=JudgmentWriter(self.con),
+                    run_id=run_id,
+                    retry=options.retry,
+                    limits=options.limits,
+                    options=options.generation,
+                    price=self.setup.price,
+                    budget=budget,
+                    progress=bar,
+                    multi_sample=self.setup.multi_sample,
+                ) as runner:
                     self.stats = runner.stats
 
                     def skip(requests) -> None:
                         runner.stats.skipped_samples += sum(len(r.sample_indices) for r in requests)
 
-                    await run_chunks(plan.chunks(options.runner.prompts_per_chunk),
-                                     lambda requests: judge_chunk(runner, requests), lambda: runner.halted, skip)
+                    await run_chunks(
+                        plan.chunks(options.runner.prompts_per_chunk),
+                        lambda requests: judge_chunk(runner, requests),
+                        lambda: runner.halted,
+                        skip,
+                    )
                 return runner.stats
         finally:
             await provider.aclose()
@@ -150,17 +181,26 @@ class JudgeSession(WarehouseSession):
                 break
         return stats, jobs
 
-    async def _batch_round(self, provider, plan: JudgePlan, run_id: str, budget: Budget,
-                           say: Callable[[str], None] = _to_stderr) -> tuple[tuple[str, ...], RunStats]:
+    async def _batch_round(
+        self, provider, plan: JudgePlan, run_id: str, budget: Budget, say: Callable[[str], None] = _to_stderr
+    ) -> tuple[tuple[str, ...], RunStats]:
         """Resume open batch jobs, submit the plan (within the caps) as new ones, wait and import all."""
         inputs, multi = self.inputs, self.setup.multi_sample
         stats = RunStats()
         try:
-            judge = BatchJudge(provider=provider, template=self.setup.template, dataset=inputs.dataset,
-                               prompts=inputs.prompts, responses=inputs.responses, con=self.con, run_id=run_id,
-                               options=self.options.generation,
-                               settings=BatchSettings(poll_interval_s=self.options.runner.batch_poll_s),
-                               multi_sample=multi, on_status=say)
+            judge = BatchJudge(
+                provider=provider,
+                template=self.setup.template,
+                dataset=inputs.dataset,
+                prompts=inputs.prompts,
+                responses=inputs.responses,
+                con=self.con,
+                run_id=run_id,
+                options=self.options.generation,
+                settings=BatchSettings(poll_interval_s=self.options.runner.batch_poll_s),
+                multi_sample=multi,
+                on_status=say,
+            )
             resumed = [job.job_id for job in judge.open_jobs()]
             if resumed:
                 say(f"resuming {len(resumed)} open batch job(s): {', '.join(resumed)}")
@@ -168,8 +208,9 @@ class JudgeSession(WarehouseSession):
             for request in plan.requests:
                 samples = len(request.sample_indices)
                 tokens_in = request.tokens_in * (1 if multi else samples)
-                cost = (plan.price.cost(tokens_in, samples * plan.expected_output_tokens, batch=True)
-                        if plan.price else 0.0)
+                cost = (
+                    plan.price.cost(tokens_in, samples * plan.expected_output_tokens, batch=True) if plan.price else 0.0
+                )
                 if not budget.reserve(cost, samples):
                     break
                 affordable.append(request)
@@ -200,21 +241,41 @@ class JudgeSession(WarehouseSession):
 
 def add_stats(total: RunStats, part: RunStats) -> None:
     """Add `part`'s counts and seconds to `total`."""
-    for name in ("requests", "retries", "ok", "unparsed", "errors", "reasked", "tokens_in", "tokens_out",
-                 "skipped_samples"):
+    for name in (
+        "requests",
+        "retries",
+        "ok",
+        "unparsed",
+        "errors",
+        "reasked",
+        "tokens_in",
+        "tokens_out",
+        "skipped_samples",
+    ):
         setattr(total, name, getattr(total, name) + getattr(part, name))
     total.seconds += part.seconds
 
 
-def judge_message(plan: JudgePlan, left: JudgePlan, stats: RunStats, budget: Budget, stopped_by: str | None,
-                  failure: BaseException | None) -> str:
+def judge_message(
+    plan: JudgePlan,
+    left: JudgePlan,
+    stats: RunStats,
+    budget: Budget,
+    stopped_by: str | None,
+    failure: BaseException | None,
+) -> str:
     """The one line a judge run leaves in `runs.message`: what it did, what stopped it, what is left."""
-    done = (f"{stats.ok} ok, {stats.unparsed} unparsed, {stats.errors} failed samples from "
-            f"{stats.requests} requests ({stats.retries} retries), ${budget.spent_usd:.4f}")
+    done = (
+        f"{stats.ok} ok, {stats.unparsed} unparsed, {stats.errors} failed samples from "
+        f"{stats.requests} requests ({stats.retries} retries), ${budget.spent_usd:.4f}"
+    )
     head = outcome_head(failure, stopped_by)
     cost = "" if left.cost_usd is None else f", about ${left.cost_usd:.4f}"
-    tail = (f"left: {left.samples} calls in {left.request_count} requests{cost}; run the same command again "
-            f"to continue" if left.samples else "left: nothing")
+    tail = (
+        f"left: {left.samples} calls in {left.request_count} requests{cost}; run the same command again to continue"
+        if left.samples
+        else "left: nothing"
+    )
     if left.given_up:
         tail += f"; {len(left.given_up)} cells given up after repeated unparseable verdicts"
     return f"{head}: {done}; {tail}"

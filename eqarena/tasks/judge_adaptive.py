@@ -14,11 +14,11 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
 
-from eqarena.llm.budget import Budget
-from eqarena.judge.plan import PlannedRequest
-from eqarena.llm.pricing import estimate_message_tokens
 from eqarena.judge.judges import make_judge_provider
+from eqarena.judge.plan import PlannedRequest
 from eqarena.judge.runner import JudgeRunner, RunStats
+from eqarena.llm.budget import Budget
+from eqarena.llm.pricing import estimate_message_tokens
 from eqarena.options import AdaptiveOptions, GenerationOptions, RunLimits
 from eqarena.solvers.sparse.adaptive import AdaptiveResult, CellStats, adaptive_judging
 from eqarena.tasks.judge import JudgeSession, add_stats
@@ -83,10 +83,18 @@ class AdaptiveJudge:
             cell = (self.prompt_ids[p], self.model_ids[a], self.model_ids[b])
             k = self._next_index.get(cell, 0)
             self._next_index[cell] = k + 1
-            messages = template.messages(inputs.prompts[cell[0]], inputs.responses[cell[0], cell[1]],
-                                         inputs.responses[cell[0], cell[2]])
-            planned.append(PlannedRequest(*cell, sample_indices=(k,), next_free_index=k + 1, unparsed_allowance=0,
-                                          tokens_in=estimate_message_tokens(messages)))
+            messages = template.messages(
+                inputs.prompts[cell[0]], inputs.responses[cell[0], cell[1]], inputs.responses[cell[0], cell[2]]
+            )
+            planned.append(
+                PlannedRequest(
+                    *cell,
+                    sample_indices=(k,),
+                    next_free_index=k + 1,
+                    unparsed_allowance=0,
+                    tokens_in=estimate_message_tokens(messages),
+                )
+            )
             keys.append((*cell, k))
         self._loop.run(self._judge(planned))
         got = {(p, a, b, k): s for p, a, b, k, status, s in self._samples() if status == "ok"}
@@ -95,12 +103,21 @@ class AdaptiveJudge:
     async def _judge(self, planned: list[PlannedRequest]) -> None:
         session = self.session
         inputs, options = session.inputs, session.options
-        async with JudgeRunner(provider=self.provider, template=session.setup.template, dataset=inputs.dataset,
-                               prompts=inputs.prompts, responses=inputs.responses,
-                               writer=JudgmentWriter(session.con), run_id=self.run_id, retry=options.retry,
-                               limits=RunLimits(concurrency=options.limits.concurrency),
-                               options=GenerationOptions(), price=session.setup.price, budget=self.budget,
-                               multi_sample=False) as runner:
+        async with JudgeRunner(
+            provider=self.provider,
+            template=session.setup.template,
+            dataset=inputs.dataset,
+            prompts=inputs.prompts,
+            responses=inputs.responses,
+            writer=JudgmentWriter(session.con),
+            run_id=self.run_id,
+            retry=options.retry,
+            limits=RunLimits(concurrency=options.limits.concurrency),
+            options=GenerationOptions(),
+            price=session.setup.price,
+            budget=self.budget,
+            multi_sample=False,
+        ) as runner:
             await runner.judge(planned)
         add_stats(self.stats, runner.stats)
 
@@ -120,11 +137,20 @@ def judge_adaptively(session: JudgeSession, log: RunLog) -> AdaptiveOutcome:
     result, status = None, "failed"
     try:
         result = adaptive_judging(
-            judge, len(judge.prompt_ids), len(judge.model_ids), max_calls=session.options.caps.max_calls,
-            batch_calls=options.batch_calls, stop_probability=options.stop_probability,
-            indifference=options.indifference, explore=options.explore, initial_prompts=options.initial_prompts,
-            replicates=options.replicates, max_samples_per_order=session.options.samples_per_order,
-            seed=options.seed, initial=judge.held())
+            judge,
+            len(judge.prompt_ids),
+            len(judge.model_ids),
+            max_calls=session.options.caps.max_calls,
+            batch_calls=options.batch_calls,
+            stop_probability=options.stop_probability,
+            indifference=options.indifference,
+            explore=options.explore,
+            initial_prompts=options.initial_prompts,
+            replicates=options.replicates,
+            max_samples_per_order=session.options.samples_per_order,
+            seed=options.seed,
+            initial=judge.held(),
+        )
         status = "ok"
     finally:
         judge.close()
@@ -133,10 +159,17 @@ def judge_adaptively(session: JudgeSession, log: RunLog) -> AdaptiveOutcome:
         session.record(log.record(status, data_fingerprint=session.setup.template.hash, message=message))
     ratings = result.ratings[-1]
     order = [judge.model_ids[k] for k in np.lexsort((np.arange(len(ratings)), -ratings))]
-    return AdaptiveOutcome(session.setup.spec.judge_id, log.run_id, result.calls, order,
-                           {m: float(r) for m, r in zip(judge.model_ids, ratings)},
-                           [float(p) for p in result.probabilities[-1]], result.stopped_by,
-                           judge.stats, message)
+    return AdaptiveOutcome(
+        session.setup.spec.judge_id,
+        log.run_id,
+        result.calls,
+        order,
+        {m: float(r) for m, r in zip(judge.model_ids, ratings)},
+        [float(p) for p in result.probabilities[-1]],
+        result.stopped_by,
+        judge.stats,
+        message,
+    )
 
 
 def adaptive_message(result: AdaptiveResult | None, total: RunStats) -> str:
@@ -144,5 +177,7 @@ def adaptive_message(result: AdaptiveResult | None, total: RunStats) -> str:
     if result is None:
         return f"failed: {done}"
     probs = ", ".join(f"{p:.2f}" for p in result.probabilities[-1])
-    return (f"stopped ({result.stopped_by}) after {result.calls[-1]} calls in {len(result.calls)} rounds: {done}; "
-            f"adjacent-pair order probabilities [{probs}]")
+    return (
+        f"stopped ({result.stopped_by}) after {result.calls[-1]} calls in {len(result.calls)} rounds: {done}; "
+        f"adjacent-pair order probabilities [{probs}]"
+    )

@@ -22,8 +22,15 @@ def plan_judge_run(options: JudgeOptions, db: str | None = None) -> JudgeOutcome
     setup = prepare_judge(options)
     with closing(warehouse.connect(db, read_only=True)) as con:
         inputs = read_inputs(con, options.dataset, options.models, options.prompts)
-        plan = plan_missing(con, setup.spec.judge_id, setup.template, inputs,
-                            samples_per_order=options.samples_per_order, max_unparsed=options.max_unparsed,
-                            multi_sample=setup.multi_sample, batch=options.runner.batch,
-                            price=setup.price).summary()
+        plan = plan_missing(
+            con,
+            setup.spec.judge_id,
+            setup.template,
+            inputs,
+            samples_per_order=options.samples_per_order,
+            max_unparsed=options.max_unparsed,
+            multi_sample=setup.multi_sample,
+            batch=options.runner.batch,
+            price=setup.price,
+        ).summary()
     return JudgeOutcome(setup.spec.judge_id, None, plan, plan, message="plan only, nothing sent")

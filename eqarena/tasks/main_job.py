@@ -8,14 +8,18 @@ import sys
 from eqarena.judge.plan import PlanSummary
 from eqarena.judge.setup import confirm_spend
 from eqarena.options import JudgeOptions, MainJobOptions, SpendCaps
-from eqarena.orchestration.steps import step, run_logger
+from eqarena.orchestration.steps import run_logger, step
 from eqarena.tasks.judge_plan import plan_judge_run
 
 
 def main_job_judge(options: MainJobOptions, dataset: str) -> JudgeOptions:
     """The judge run the main job makes with a provider judge: every missing cell of `dataset`."""
-    return JudgeOptions(judge=options.judge, dataset=dataset, samples_per_order=options.samples_per_order,
-                        caps=SpendCaps(max_cost=options.max_cost))
+    return JudgeOptions(
+        judge=options.judge,
+        dataset=dataset,
+        samples_per_order=options.samples_per_order,
+        caps=SpendCaps(max_cost=options.max_cost),
+    )
 
 
 @step("check_judge_plan")

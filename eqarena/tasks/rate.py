@@ -11,21 +11,21 @@ from typing import Callable
 import numpy as np
 
 from eqarena import warehouse
+from eqarena.datasets.records import DatasetError
 from eqarena.methods import RatingMethod, get_method
 from eqarena.options import BootstrapOptions, RateOptions
 from eqarena.orchestration.progress import say
 from eqarena.orchestration.steps import step
-from eqarena.solvers.bootstrap.confidence import SCHEMES, Settling, bootstrap_ratings
+from eqarena.runtime.dask_pool import dask_map
+from eqarena.runtime.worker_count import bootstrap_workers
+from eqarena.runtime.worker_pool import process_map
 from eqarena.solvers.analyses.contributions import contributions
+from eqarena.solvers.bootstrap.confidence import SCHEMES, Settling, bootstrap_ratings
 from eqarena.solvers.games.normal_form import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
-from eqarena.solvers.sparse.group_game import GroupReplicates
-from eqarena.solvers.sparse.imputed_share import imputed_shares
-from eqarena.datasets.records import DatasetError
 from eqarena.solvers.pairwise.style_features import battle_style_features
 from eqarena.solvers.pairwise.win_rate import most_compared
-from eqarena.runtime.worker_count import bootstrap_workers
-from eqarena.runtime.dask_pool import dask_map
-from eqarena.runtime.worker_pool import process_map
+from eqarena.solvers.sparse.group_game import GroupReplicates
+from eqarena.solvers.sparse.imputed_share import imputed_shares
 from eqarena.warehouse.catalog import dataset_response_texts
 from eqarena.warehouse.category_ratings import GroupRecord
 from eqarena.warehouse.ratings import EquilibriumRecord, IntervalRecord, MethodRatings, write_rate_run
@@ -36,9 +36,16 @@ from eqarena.warehouse.tensor import PayoffTensor
 
 def rate_parameters(options: RateOptions, methods: tuple[str, ...], judges: list[str]) -> dict:
     """The `runs.parameters` of a rate run (what `refresh` compares to find a current run)."""
-    parameters = {"dataset": options.dataset, "judges": list(judges), "methods": list(methods),
-                  "missing": options.missing.value, "bootstrap": options.bootstrap.replicates,
-                  "seed": options.bootstrap.seed, "settle": options.bootstrap.settle, "orders": options.orders.value}
+    parameters = {
+        "dataset": options.dataset,
+        "judges": list(judges),
+        "methods": list(methods),
+        "missing": options.missing.value,
+        "bootstrap": options.bootstrap.replicates,
+        "seed": options.bootstrap.seed,
+        "settle": options.bootstrap.settle,
+        "orders": options.orders.value,
+    }
     if options.baseline is not None:  # only when given: older runs stay current for `refresh`
         parameters["baseline"] = options.baseline
     # Always present: a run of the whole dataset (null) never matches a category run, nor the reverse.
@@ -49,8 +56,9 @@ def rate_parameters(options: RateOptions, methods: tuple[str, ...], judges: list
 
 
 @step("method_battles")
-def method_battles(db: str | None, tensor: PayoffTensor, battles: dict[str, np.ndarray], options: RateOptions,
-                   methods: tuple[str, ...]) -> dict[str, np.ndarray]:
+def method_battles(
+    db: str | None, tensor: PayoffTensor, battles: dict[str, np.ndarray], options: RateOptions, methods: tuple[str, ...]
+) -> dict[str, np.ndarray]:
     """`battles` with what the chosen methods need beyond them: the `winrate` baseline's index
     (`options.baseline`; default: the model in the most judgments) and, for `bt-style`, the style
     features of each judgment's two answers (solvers.pairwise.style_features, from the stored responses)."""
@@ -58,8 +66,9 @@ def method_battles(db: str | None, tensor: PayoffTensor, battles: dict[str, np.n
     if "winrate" in methods and len(battles.get("score", ())):
         if options.baseline is not None:
             if options.baseline not in tensor.models:
-                raise LookupError(f"--baseline {options.baseline!r} is not a rated model "
-                                  f"(models: {', '.join(tensor.models)})")
+                raise LookupError(
+                    f"--baseline {options.baseline!r} is not a rated model (models: {', '.join(tensor.models)})"
+                )
             out["baseline"] = np.asarray(tensor.models.index(options.baseline))
         else:
             out["baseline"] = np.asarray(most_compared(battles, len(tensor.models)))
@@ -68,9 +77,11 @@ def method_battles(db: str | None, tensor: PayoffTensor, battles: dict[str, np.n
             texts = dataset_response_texts(con, tensor.dataset, list(tensor.models))
         out["style"] = battle_style_features(battles, tensor.prompts, tensor.models, texts)
         if np.isnan(out["style"]).any(axis=1).all():
-            raise DatasetError(f"--style-control: dataset {tensor.dataset} has no answer texts for the judged "
-                               "pairs (style features come from the answers); ingest or import the responses "
-                               "first, or rate without --style-control")
+            raise DatasetError(
+                f"--style-control: dataset {tensor.dataset} has no answer texts for the judged "
+                "pairs (style features come from the answers); ingest or import the responses "
+                "first, or rate without --style-control"
+            )
     return out
 
 
@@ -144,13 +155,19 @@ def _same_targets(game, a: str, b: str) -> bool:
 
 
 def _restated(twin: Solved, method: RatingMethod) -> Solved:
-    ratings = [MethodRatings(method.name, r.player, r.actions, r.rating, mass=r.mass, imputed_share=r.imputed_share)
-               for r in twin.ratings]
-    reason = "the same solver and target" if method.target == get_method(twin.method).target else \
-        "no two prompts or models are clones here, so the affinity target is uniform"
+    ratings = [
+        MethodRatings(method.name, r.player, r.actions, r.rating, mass=r.mass, imputed_share=r.imputed_share)
+        for r in twin.ratings
+    ]
+    reason = (
+        "the same solver and target"
+        if method.target == get_method(twin.method).target
+        else "no two prompts or models are clones here, so the affinity target is uniform"
+    )
     diagnostics = {**twin.equilibrium.diagnostics, "same_as": twin.method, "same_because": reason}
-    record = replace(twin.equilibrium, method=method.name, target=str(method.target), seconds=0.0,
-                     diagnostics=diagnostics)
+    record = replace(
+        twin.equilibrium, method=method.name, target=str(method.target), seconds=0.0, diagnostics=diagnostics
+    )
     return Solved(method.name, ratings, record, 0.0, multipliers=twin.multipliers)
 
 
@@ -163,8 +180,14 @@ def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
     actions = (tensor.prompts, tensor.models, tensor.models)
     shares = (None,) * 3 if tensor.imputed is None else imputed_shares(tensor.imputed, eq.marginals, eq.joint)
     ratings = [
-        MethodRatings(method.name, name, acts, np.asarray(eq.ratings[k]), mass=np.asarray(eq.marginals[k]),
-                      imputed_share=shares[k])
+        MethodRatings(
+            method.name,
+            name,
+            acts,
+            np.asarray(eq.ratings[k]),
+            mass=np.asarray(eq.marginals[k]),
+            imputed_share=shares[k],
+        )
         for k, (name, acts) in enumerate(zip(KOTH_PLAYER_NAMES, actions))
     ]
     record = EquilibriumRecord(
@@ -185,9 +208,14 @@ def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
 
 
 @step("bootstrap_equilibria")
-def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], solved: list[Solved],
-                         options: BootstrapOptions, progress: Callable[[int], None] | None = None,
-                         source: GroupReplicates | None = None) -> tuple[list[IntervalRecord], dict]:
+def bootstrap_equilibria(
+    tensor: PayoffTensor,
+    battles: dict[str, np.ndarray],
+    solved: list[Solved],
+    options: BootstrapOptions,
+    progress: Callable[[int], None] | None = None,
+    source: GroupReplicates | None = None,
+) -> tuple[list[IntervalRecord], dict]:
     """Bootstrap confidence of every solved equilibrium method's model ratings (solvers.bootstrap.confidence):
     each replicate's game re-solved exactly, over prompts and over judge samples within cells, until
     the intervals settle (`options.settle`) or `options.replicates` are done. A prompt-group game
@@ -211,27 +239,52 @@ def bootstrap_equilibria(tensor: PayoffTensor, battles: dict[str, np.ndarray], s
     start = time.perf_counter()
     deadline = start + options.time_limit if options.time_limit > 0 else None
     settling = Settling(tol=options.settle) if options.settle > 0 else None
-    results = bootstrap_ratings(tensor.u_king, list(full), replicates=replicates, seed=seed, schemes=schemes,
-                                battles=battles, imputed=tensor.imputed,
-                                map_units=dask_map(address) if address else process_map(workers),
-                                settling=settling, progress=progress, full=full,
-                                starts={s.method: s.multipliers for s in solved if s.multipliers is not None},
-                                source=source, deadline=deadline,
-                                unit_size=1 if plan.seconds / max(replicates, 1) >= SLOW_REPLICATE_S else None)
+    results = bootstrap_ratings(
+        tensor.u_king,
+        list(full),
+        replicates=replicates,
+        seed=seed,
+        schemes=schemes,
+        battles=battles,
+        imputed=tensor.imputed,
+        map_units=dask_map(address) if address else process_map(workers),
+        settling=settling,
+        progress=progress,
+        full=full,
+        starts={s.method: s.multipliers for s in solved if s.multipliers is not None},
+        source=source,
+        deadline=deadline,
+        unit_size=1 if plan.seconds / max(replicates, 1) >= SLOW_REPLICATE_S else None,
+    )
     records = [
         IntervalRecord(
-            method=b.method, scheme=b.scheme, models=tensor.models, rating=np.asarray(full[b.method]),
-            lo=b.lo, hi=b.hi, median=np.median(b.ratings, axis=0), confidence=b.confidence,
-            rank_probabilities=b.rank_probabilities, top_k=b.top_k, replicates=len(b.ratings),
-            max_exploitability=b.diagnostics["max_exploitability"])
+            method=b.method,
+            scheme=b.scheme,
+            models=tensor.models,
+            rating=np.asarray(full[b.method]),
+            lo=b.lo,
+            hi=b.hi,
+            median=np.median(b.ratings, axis=0),
+            confidence=b.confidence,
+            rank_probabilities=b.rank_probabilities,
+            top_k=b.top_k,
+            replicates=len(b.ratings),
+            max_exploitability=b.diagnostics["max_exploitability"],
+        )
         for b in results
     ]
-    diagnostics = {"replicates": len(results[0].ratings), "max_replicates": options.replicates,
-                   "engine": "dask" if address else "processes",
-                   "planned_replicates": replicates, "estimate_s": plan.seconds,
-                   "stopped": results[0].diagnostics["stopped"], "schemes": list(schemes), "workers": workers,
-                   "seconds": time.perf_counter() - start,
-                   "max_exploitability": max(b.diagnostics["max_exploitability"] for b in results)}
+    diagnostics = {
+        "replicates": len(results[0].ratings),
+        "max_replicates": options.replicates,
+        "engine": "dask" if address else "processes",
+        "planned_replicates": replicates,
+        "estimate_s": plan.seconds,
+        "stopped": results[0].diagnostics["stopped"],
+        "schemes": list(schemes),
+        "workers": workers,
+        "seconds": time.perf_counter() - start,
+        "max_exploitability": max(b.diagnostics["max_exploitability"] for b in results),
+    }
     return records, diagnostics
 
 
@@ -254,8 +307,11 @@ def replicate_plan(solved: list[Solved], options: BootstrapOptions, schemes: int
     `options.replicates` would take longer than `options.time_limit`, fewer are planned (at least
     `Settling.min_replicates`, or 2), and the line says so."""
     per_replicate = sum(s.seconds for s in solved if s.equilibrium is not None) * schemes / max(workers, 1)
-    on = f"the Dask cluster at {options.dask_address}" if options.dask_address else \
-        f"{workers} worker{'s' * (workers != 1)}"
+    on = (
+        f"the Dask cluster at {options.dask_address}"
+        if options.dask_address
+        else f"{workers} worker{'s' * (workers != 1)}"
+    )
     replicates, limit = options.replicates, options.time_limit
     seconds = per_replicate * replicates
     methods = sum(1 for s in solved if s.equilibrium is not None)
@@ -263,14 +319,24 @@ def replicate_plan(solved: list[Solved], options: BootstrapOptions, schemes: int
     if limit > 0 and seconds > limit and per_replicate > 0:
         fit = max(2, min(replicates, int(limit / per_replicate)))
         replicates = max(fit, min(Settling.min_replicates, options.replicates))
-        return ReplicatePlan(replicates, per_replicate * replicates, (
-            f"bootstrap: {options.replicates} replicates of {what} would take about {_duration(seconds)} by the "
-            f"full-data solves ({per_replicate:.1f} s each on {on}); planning "
-            f"{replicates} within --bootstrap-time {limit:g} s (stops there with the replicates done)"))
-    return ReplicatePlan(replicates, seconds, (
-        f"bootstrap: up to {replicates} replicates of {what} on {on}, about "
-        f"{_duration(seconds)} at most by the full-data solves (fewer once the intervals settle; "
-        f"--bootstrap-time SECONDS caps it, default {BootstrapOptions.time_limit:g})"))
+        return ReplicatePlan(
+            replicates,
+            per_replicate * replicates,
+            (
+                f"bootstrap: {options.replicates} replicates of {what} would take about {_duration(seconds)} by the "
+                f"full-data solves ({per_replicate:.1f} s each on {on}); planning "
+                f"{replicates} within --bootstrap-time {limit:g} s (stops there with the replicates done)"
+            ),
+        )
+    return ReplicatePlan(
+        replicates,
+        seconds,
+        (
+            f"bootstrap: up to {replicates} replicates of {what} on {on}, about "
+            f"{_duration(seconds)} at most by the full-data solves (fewer once the intervals settle; "
+            f"--bootstrap-time SECONDS caps it, default {BootstrapOptions.time_limit:g})"
+        ),
+    )
 
 
 def _duration(seconds: float) -> str:
@@ -278,13 +344,23 @@ def _duration(seconds: float) -> str:
 
 
 @step("write_ratings")
-def write_run(db: str | None, run: RunRecord, assembled, solved: list[Solved],
-              intervals: list[IntervalRecord] | None = None, groups: list[GroupRecord] | None = None) -> None:
+def write_run(
+    db: str | None,
+    run: RunRecord,
+    assembled,
+    solved: list[Solved],
+    intervals: list[IntervalRecord] | None = None,
+    groups: list[GroupRecord] | None = None,
+) -> None:
     """Write the run's rows (runs, payoffs, ratings, equilibria, contributions, coverage, bootstrap
     intervals and rank probabilities, per-category ratings) in one transaction."""
     with closing(warehouse.connect(db)) as con:
         write_rate_run(
-            con, run, assembled.tensor, assembled.raw, assembled.dropped,
+            con,
+            run,
+            assembled.tensor,
+            assembled.raw,
+            assembled.dropped,
             [r for s in solved for r in s.ratings],
             [s.equilibrium for s in solved if s.equilibrium is not None],
             intervals or (),

@@ -29,8 +29,9 @@ def _plural(n: int, word: str) -> str:
 
 
 @step("rate_groups")
-def rate_groups(db: str | None, options: RateOptions, methods: tuple[str, ...],
-                progress: Callable[[int], None] | None = None) -> list[GroupRecord]:
+def rate_groups(
+    db: str | None, options: RateOptions, methods: tuple[str, ...], progress: Callable[[int], None] | None = None
+) -> list[GroupRecord]:
     """One GroupRecord per group of `options.by` (category or cluster) of the dataset's prompts, rated by
     `methods` or skipped with the reason (module docstring). LookupError when the dataset's prompts have
     no such groups. `progress(n)`: n groups done."""
@@ -40,8 +41,13 @@ def rate_groups(db: str | None, options: RateOptions, methods: tuple[str, ...],
         sizes = dataset_groups(con, options.dataset, grouping, f"--by {grouping}")
         for name, size in sizes.items():
             if size < MIN_PROMPTS:
-                assembled[name] = GroupRecord(grouping, name, size, skipped=True, reason=(
-                    f"{_plural(size, 'prompt')}; a {grouping} is rated from {MIN_PROMPTS} prompts"))
+                assembled[name] = GroupRecord(
+                    grouping,
+                    name,
+                    size,
+                    skipped=True,
+                    reason=(f"{_plural(size, 'prompt')}; a {grouping} is rated from {MIN_PROMPTS} prompts"),
+                )
                 continue
             try:
                 assembled[name] = assemble_group(con, options, PromptGroup(grouping, name))
@@ -49,22 +55,41 @@ def rate_groups(db: str | None, options: RateOptions, methods: tuple[str, ...],
                 assembled[name] = GroupRecord(grouping, name, size, skipped=True, reason=str(exc))
     records = []
     for done, (name, found) in enumerate(assembled.items(), start=1):
-        records.append(found if isinstance(found, GroupRecord)
-                       else _rate_group(db, options, methods, grouping, name, sizes[name], found))
+        records.append(
+            found
+            if isinstance(found, GroupRecord)
+            else _rate_group(db, options, methods, grouping, name, sizes[name], found)
+        )
         if progress is not None:
             progress(done)
     return records
 
 
-def _rate_group(db: str | None, options: RateOptions, methods: tuple[str, ...], grouping: str, name: str,
-                size: int, assembled: Assembled) -> GroupRecord:
+def _rate_group(
+    db: str | None,
+    options: RateOptions,
+    methods: tuple[str, ...],
+    grouping: str,
+    name: str,
+    size: int,
+    assembled: Assembled,
+) -> GroupRecord:
     """The group's point ratings by every method, or a skipped record saying why."""
     tensor = assembled.tensor
     P, M, _ = tensor.shape
     if P < MIN_PROMPTS:
-        return GroupRecord(grouping, name, size, P, M, skipped=True, reason=(
-            f"{_plural(P, 'prompt')} left after {assembled.dropped.summary()}; a {grouping} is rated from "
-            f"{MIN_PROMPTS} prompts"))
+        return GroupRecord(
+            grouping,
+            name,
+            size,
+            P,
+            M,
+            skipped=True,
+            reason=(
+                f"{_plural(P, 'prompt')} left after {assembled.dropped.summary()}; a {grouping} is rated from "
+                f"{MIN_PROMPTS} prompts"
+            ),
+        )
     try:
         battles = method_battles.fn(db, tensor, assembled.battles, options, methods)
     except (LookupError, DatasetError) as exc:

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from eqarena import warehouse
-from eqarena.orchestration.steps import run_logger, step
 from eqarena.options import RateOptions
+from eqarena.orchestration.steps import run_logger, step
 from eqarena.tasks.assemble import category_group, expand_judges
 from eqarena.warehouse.analyses import latest_analysis
+from eqarena.warehouse.connection import lock_wait_s
 from eqarena.warehouse.prompt_groups import check_group
 from eqarena.warehouse.runs import matching_rate_run
 from eqarena.warehouse.tensor import assemble_tensor, available_judges
-from eqarena.warehouse.connection import lock_wait_s
 from eqarena.warehouse.writer_lock import writer_lock
 
 
@@ -36,8 +36,9 @@ def writing_the_warehouse(db: str | None, run_id: str, wait_s: float | None) -> 
     wait_s = lock_wait_s() if wait_s is None else wait_s
 
     def waiting(holder: dict) -> None:
-        run_logger().warning(f"warehouse {db_path} is being written by run {holder.get('run_id', '?')}; "
-                                 f"waiting up to {wait_s:g} s")
+        run_logger().warning(
+            f"warehouse {db_path} is being written by run {holder.get('run_id', '?')}; waiting up to {wait_s:g} s"
+        )
 
     with writer_lock(db_path, run_id, wait_s, on_wait=waiting):
         yield

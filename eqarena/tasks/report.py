@@ -6,16 +6,16 @@ from concurrent.futures import Executor
 from contextlib import closing
 from pathlib import Path
 
-
 from eqarena import warehouse
+from eqarena.exceptions import NotFoundError
 from eqarena.methods import ordered
 from eqarena.orchestration.steps import step
-from eqarena.report.directory import report_dir
 from eqarena.report.analyses import load_clone_report, load_risk_report
 from eqarena.report.category_table import category_table
-from eqarena.report.diagnosis import diagnose
-from eqarena.report.evidence import read_evidence
 from eqarena.report.data import ReportData
+from eqarena.report.diagnosis import diagnose
+from eqarena.report.directory import report_dir
+from eqarena.report.evidence import read_evidence
 from eqarena.report.render import render_html
 from eqarena.warehouse import ratings as store
 from eqarena.warehouse.category_ratings import read_group_ratings, read_groups
@@ -40,10 +40,10 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
         if run_id is None:
             run_id = store.latest_rate_run_id(con)
             if run_id is None:
-                raise LookupError("no finished rate run in the warehouse: run `eqarena rate` first")
+                raise NotFoundError("no finished rate run in the warehouse: run `eqarena rate` first")
         run = store.read_run(con, run_id)
         if run.kind != "rate":
-            raise LookupError(f"run {run_id!r} is a {run.kind} run, not a rate run")
+            raise NotFoundError(f"run {run_id!r} is a {run.kind} run, not a rate run")
         ratings = store.read_ratings(con, run_id)
         equilibria = store.read_equilibria(con, run_id)
         top = _top_prompts(ratings, ordered({e.method for e in equilibria}))

@@ -53,12 +53,20 @@ def rank_risk(game: RunGame, found: DiverseNash, eta: float, steps: int) -> Risk
     """Risk of the distinct equilibria found (exploitability <= 1e-2), under uniform and iterated priors."""
     keep = np.flatnonzero(found.distinct)
     if len(keep) == 0 or keep[0] != 0:
-        raise ValueError("the selected NE is not among the equilibria kept: its exploitability exceeds "
-                         f"{EQUILIBRIUM_TOL} ({found.exploitability[0]:.2e})")
+        raise ValueError(
+            "the selected NE is not among the equilibria kept: its exploitability exceeds "
+            f"{EQUILIBRIUM_TOL} ({found.exploitability[0]:.2e})"
+        )
     marginals = [np.asarray(x)[keep] for x in found.marginals]
     risk = risk_dominance(game.u_king, marginals, eta=eta, steps=steps, reference=0)
-    return RiskFindings(len(found.exploitability), marginals, [np.asarray(r)[keep] for r in found.ratings],
-                        found.exploitability[keep], risk, found.seconds)
+    return RiskFindings(
+        len(found.exploitability),
+        marginals,
+        [np.asarray(r)[keep] for r in found.ratings],
+        found.exploitability[keep],
+        risk,
+        found.seconds,
+    )
 
 
 def risk_frames(game: RunGame, pure: np.ndarray, findings: RiskFindings) -> dict[str, pl.DataFrame]:
@@ -67,29 +75,40 @@ def risk_frames(game: RunGame, pure: np.ndarray, findings: RiskFindings) -> dict
     k = len(findings.exploitability)
     rank_uniform = np.array([risk_rank(risk.total_uniform, e) for e in range(k)])
     rank_updated = np.array([risk_rank(risk.total_updated, e) for e in range(k)])
-    dominance = pl.DataFrame({
-        "equilibrium": np.arange(k, dtype=np.int32),
-        "is_selected": np.arange(k) == 0,
-        "exploitability": findings.exploitability,
-        **{f"{p}_uniform": risk.payoffs_uniform[:, i] for i, p in enumerate(PLAYERS)},
-        "sum_uniform": risk.total_uniform,
-        "rank_uniform": rank_uniform.astype(np.int32),
-        **{f"{p}_updated": risk.payoffs_updated[:, i] for i, p in enumerate(PLAYERS)},
-        "sum_updated": risk.total_updated,
-        "rank_updated": rank_updated.astype(np.int32),
-    }).with_columns(source_run_id=pl.lit(game.run_id))
+    dominance = pl.DataFrame(
+        {
+            "equilibrium": np.arange(k, dtype=np.int32),
+            "is_selected": np.arange(k) == 0,
+            "exploitability": findings.exploitability,
+            **{f"{p}_uniform": risk.payoffs_uniform[:, i] for i, p in enumerate(PLAYERS)},
+            "sum_uniform": risk.total_uniform,
+            "rank_uniform": rank_uniform.astype(np.int32),
+            **{f"{p}_updated": risk.payoffs_updated[:, i] for i, p in enumerate(PLAYERS)},
+            "sum_updated": risk.total_updated,
+            "rank_updated": rank_updated.astype(np.int32),
+        }
+    ).with_columns(source_run_id=pl.lit(game.run_id))
     actions = (game.prompts, game.models, game.models)
-    ratings = pl.concat([
-        pl.DataFrame({
-            "equilibrium": np.repeat(np.arange(k, dtype=np.int32), len(names)),
-            "player": [player] * (k * len(names)),
-            "action": list(names) * k,
-            "rating": findings.ratings[i].reshape(-1),
-            "mass": findings.marginals[i].reshape(-1),
-        }) for i, (player, names) in enumerate(zip(PLAYERS, actions))])
-    pure_rows = pl.DataFrame({
-        "prompt_id": [game.prompts[p] for p in pure[:, 0]],
-        "king": [game.models[m] for m in pure[:, 1]],
-        "rebel": [game.models[m] for m in pure[:, 2]],
-    }, schema={"prompt_id": pl.String, "king": pl.String, "rebel": pl.String})
+    ratings = pl.concat(
+        [
+            pl.DataFrame(
+                {
+                    "equilibrium": np.repeat(np.arange(k, dtype=np.int32), len(names)),
+                    "player": [player] * (k * len(names)),
+                    "action": list(names) * k,
+                    "rating": findings.ratings[i].reshape(-1),
+                    "mass": findings.marginals[i].reshape(-1),
+                }
+            )
+            for i, (player, names) in enumerate(zip(PLAYERS, actions))
+        ]
+    )
+    pure_rows = pl.DataFrame(
+        {
+            "prompt_id": [game.prompts[p] for p in pure[:, 0]],
+            "king": [game.models[m] for m in pure[:, 1]],
+            "rebel": [game.models[m] for m in pure[:, 2]],
+        },
+        schema={"prompt_id": pl.String, "king": pl.String, "rebel": pl.String},
+    )
     return {"risk_dominance": dominance, "risk_equilibrium_ratings": ratings, "pure_nash_equilibria": pure_rows}

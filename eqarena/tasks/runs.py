@@ -1,10 +1,10 @@
 """What every flow records about itself: its run id, the package versions it ran with, its `runs` row.
 
-    with RunLog(db, "ingest", parameters) as log:     # a `running` row now (start=True)
-        with log.timed("read"):
-            ...
-        log.finish(message="...", data_fingerprint=...)  # the `ok` row
-    # an exception inside the block leaves a `failed` row with its message, then propagates
+with RunLog(db, "ingest", parameters) as log:     # a `running` row now (start=True)
+    with log.timed("read"):
+        ...
+    log.finish(message="...", data_fingerprint=...)  # the `ok` row
+# an exception inside the block leaves a `failed` row with its message, then propagates
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from importlib import metadata
 from pathlib import Path
 from time import perf_counter
 from typing import Iterator
-
 
 from eqarena import warehouse
 from eqarena.messages import bounded
@@ -84,9 +83,16 @@ class RunLog:
 
     def __init__(self, db: str | None, kind: str, parameters: dict, *, start: bool = True):
         self.db, self.kind, self.start = db, kind, start
-        self.run = RunRecord(run_id=new_run_id(kind), kind=kind, started_at=datetime.now(timezone.utc),
-                             status="running", parameters=parameters, versions=package_versions(),
-                             flow_run_id=current_flow_run_id(), message="running")
+        self.run = RunRecord(
+            run_id=new_run_id(kind),
+            kind=kind,
+            started_at=datetime.now(timezone.utc),
+            status="running",
+            parameters=parameters,
+            versions=package_versions(),
+            flow_run_id=current_flow_run_id(),
+            message="running",
+        )
         self.timings: dict[str, float] = {}
 
     @property
@@ -101,8 +107,10 @@ class RunLog:
     def __exit__(self, kind, exc, tb) -> None:
         if exc is None or not self.start:
             return
-        failed = self.record("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
-                             message=bounded(exc) or type(exc).__name__)
+        failed = self.record(
+            "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+            message=bounded(exc) or type(exc).__name__,
+        )
         try:
             record_run(self.db, failed)
         except Exception as error:  # a damaged or busy warehouse: the run's own error is what matters
@@ -119,8 +127,9 @@ class RunLog:
 
     def record(self, status: str = "ok", **fields) -> RunRecord:
         """The finished row (status, timings so far, `fields` such as message or data_fingerprint)."""
-        return replace(self.run, status=status, finished_at=datetime.now(timezone.utc),
-                       timings=dict(self.timings), **fields)
+        return replace(
+            self.run, status=status, finished_at=datetime.now(timezone.utc), timings=dict(self.timings), **fields
+        )
 
     def finish(self, status: str = "ok", **fields) -> RunRecord:
         """Write the finished row and return it."""

@@ -7,17 +7,12 @@ from __future__ import annotations
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import closing
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import polars as pl
 
 from eqarena import warehouse
-
 from eqarena.solvers.analyses.improvement_path import PathSizes, PathStep, improvement_path, rater
-from eqarena.warehouse.runs import RunRecord
-from eqarena.warehouse.simulations import write_simulation
-from eqarena.warehouse.snapshot import publish_snapshot
 from eqarena.solvers.analyses.improvement_summary import (
     EntropyDifference,
     FinalEntropy,
@@ -25,6 +20,9 @@ from eqarena.solvers.analyses.improvement_summary import (
     difference_sentence,
     paired_difference,
 )
+from eqarena.warehouse.runs import RunRecord
+from eqarena.warehouse.simulations import write_simulation
+from eqarena.warehouse.snapshot import publish_snapshot
 
 Job = tuple[str, str, int]  # (method, setting, trial)
 
@@ -34,9 +32,15 @@ def trial_steps(method: str, setting: str, sizes: PathSizes, seed: int) -> list[
     return improvement_path(rater(method), setting, sizes, seed)
 
 
-def run_trials(methods: Iterable[str], settings: Iterable[str], sizes: PathSizes, trials: int, seed: int,
-               workers: int = 1, on_done: Callable[[Job, list[PathStep], int], None] | None = None,
-               ) -> dict[Job, list[PathStep]]:
+def run_trials(
+    methods: Iterable[str],
+    settings: Iterable[str],
+    sizes: PathSizes,
+    trials: int,
+    seed: int,
+    workers: int = 1,
+    on_done: Callable[[Job, list[PathStep], int], None] | None = None,
+) -> dict[Job, list[PathStep]]:
     """Every (method, setting, trial) path; trial k is drawn with seed + k (the same draw for every
     method and setting). `workers` > 1 runs them in that many processes; on_done(job, steps, finished)
     is called as each ends."""
@@ -68,18 +72,40 @@ def run_trials(methods: Iterable[str], settings: Iterable[str], sizes: PathSizes
 
 def steps_frame(results: dict[Job, list[PathStep]]) -> pl.DataFrame:
     """One row per (method, setting, trial, iteration): the columns of table simulation_steps."""
+
     def vector(v):
         return None if v is None else [float(x) for x in v]
 
-    rows = [{"method": m, "setting": s, "trial": k, "iteration": st.iteration,
-             "prompt_entropy": st.prompt_entropy, "model_entropy": st.model_entropy,
-             "added_model": vector(st.added_model), "added_prompt": vector(st.added_prompt),
-             "prompt_marginal": vector(st.prompt_marginal), "rounds": st.rounds, "top_ranked": st.top_ranked}
-            for (m, s, k), steps in results.items() for st in steps]
-    schema = {"method": pl.Utf8, "setting": pl.Utf8, "trial": pl.Int32, "iteration": pl.Int32,
-              "prompt_entropy": pl.Float64, "model_entropy": pl.Float64, "added_model": pl.List(pl.Float64),
-              "added_prompt": pl.List(pl.Float64), "prompt_marginal": pl.List(pl.Float64), "rounds": pl.Int32,
-              "top_ranked": pl.Boolean}
+    rows = [
+        {
+            "method": m,
+            "setting": s,
+            "trial": k,
+            "iteration": st.iteration,
+            "prompt_entropy": st.prompt_entropy,
+            "model_entropy": st.model_entropy,
+            "added_model": vector(st.added_model),
+            "added_prompt": vector(st.added_prompt),
+            "prompt_marginal": vector(st.prompt_marginal),
+            "rounds": st.rounds,
+            "top_ranked": st.top_ranked,
+        }
+        for (m, s, k), steps in results.items()
+        for st in steps
+    ]
+    schema = {
+        "method": pl.Utf8,
+        "setting": pl.Utf8,
+        "trial": pl.Int32,
+        "iteration": pl.Int32,
+        "prompt_entropy": pl.Float64,
+        "model_entropy": pl.Float64,
+        "added_model": pl.List(pl.Float64),
+        "added_prompt": pl.List(pl.Float64),
+        "prompt_marginal": pl.List(pl.Float64),
+        "rounds": pl.Int32,
+        "top_ranked": pl.Boolean,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -90,23 +116,38 @@ def final_values(frame: pl.DataFrame, method: str, setting: str, column: str) ->
     return last[column].to_list()
 
 
-def summarise(frame: pl.DataFrame, methods: list[str], settings: list[str], seed: int = 0,
-              ) -> tuple[list[FinalEntropy], list[EntropyDifference]]:
+def summarise(
+    frame: pl.DataFrame,
+    methods: list[str],
+    settings: list[str],
+    seed: int = 0,
+) -> tuple[list[FinalEntropy], list[EntropyDifference]]:
     """Final entropies per method and setting; and, for every method after the first (elo when run),
     the paired difference first - method per setting, for models and prompts."""
-    finals = [FinalEntropy(m, s, bootstrap_mean(final_values(frame, m, s, "prompt_entropy"), seed=seed),
-                           bootstrap_mean(final_values(frame, m, s, "model_entropy"), seed=seed))
-              for m in methods for s in settings]
+    finals = [
+        FinalEntropy(
+            m,
+            s,
+            bootstrap_mean(final_values(frame, m, s, "prompt_entropy"), seed=seed),
+            bootstrap_mean(final_values(frame, m, s, "model_entropy"), seed=seed),
+        )
+        for m in methods
+        for s in settings
+    ]
     differences = []
     first = methods[0]
     for other in methods[1:]:
         for s in settings:
             for what in ("model", "prompt"):
                 column = f"{what}_entropy"
-                d = paired_difference(final_values(frame, first, s, column), final_values(frame, other, s, column),
-                                      seed=seed)
-                differences.append(EntropyDifference(first, other, s, what, d,
-                                                     f"{s} prompts: " + difference_sentence(first, other, what, d)))
+                d = paired_difference(
+                    final_values(frame, first, s, column), final_values(frame, other, s, column), seed=seed
+                )
+                differences.append(
+                    EntropyDifference(
+                        first, other, s, what, d, f"{s} prompts: " + difference_sentence(first, other, what, d)
+                    )
+                )
     return finals, differences
 
 

@@ -10,4 +10,12 @@ from eqarena.warehouse.connection import (
     schema_version,
 )
 
-__all__ = ["DEFAULT_DB_PATH", "WarehouseInUseError", "WarehouseUnusableError", "connect", "migrate", "resolve_db_path", "schema_version"]
+__all__ = [
+    "DEFAULT_DB_PATH",
+    "WarehouseInUseError",
+    "WarehouseUnusableError",
+    "connect",
+    "migrate",
+    "resolve_db_path",
+    "schema_version",
+]

@@ -44,8 +44,10 @@ def columns(job_type: type) -> list[str]:
 def insert_job(con: duckdb.DuckDBPyConnection, table: str, job: Any) -> None:
     """Insert one job row from its dataclass."""
     names = columns(type(job))
-    con.execute(f"INSERT INTO {_table(table)} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                [getattr(job, c) for c in names])
+    con.execute(
+        f"INSERT INTO {_table(table)} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        [getattr(job, c) for c in names],
+    )
 
 
 def update_job(con: duckdb.DuckDBPyConnection, table: str, job_id: str, **changes: str | None) -> None:
@@ -56,13 +58,16 @@ def update_job(con: duckdb.DuckDBPyConnection, table: str, job_id: str, **change
     if not changes:
         return
     assignments = ", ".join(f"{c} = ?" for c in changes)
-    con.execute(f"UPDATE {_table(table)} SET {assignments}, updated_at = current_timestamp WHERE job_id = ?",
-                [*changes.values(), job_id])
+    con.execute(
+        f"UPDATE {_table(table)} SET {assignments}, updated_at = current_timestamp WHERE job_id = ?",
+        [*changes.values(), job_id],
+    )
 
 
 def get_job(con: duckdb.DuckDBPyConnection, table: str, job_type: type[Job], job_id: str) -> Job:
-    row = con.execute(f"SELECT {', '.join(columns(job_type))} FROM {_table(table)} WHERE job_id = ?",
-                      [job_id]).fetchone()
+    row = con.execute(
+        f"SELECT {', '.join(columns(job_type))} FROM {_table(table)} WHERE job_id = ?", [job_id]
+    ).fetchone()
     if row is None:
         raise KeyError(f"no batch job {job_id}")
     return _job(job_type, row)
@@ -74,9 +79,11 @@ def open_jobs(con: duckdb.DuckDBPyConnection, table: str, job_type: type[Job], *
     if unknown:
         raise ValueError(f"{table} has no column(s) {sorted(unknown)}")
     where = "".join(f"{c} = ? AND " for c in match)
-    rows = con.execute(f"SELECT {', '.join(columns(job_type))} FROM {_table(table)} WHERE {where}"
-                       f"list_contains(?, status) ORDER BY created_at, job_id",
-                       [*match.values(), list(OPEN_STATUSES)]).fetchall()
+    rows = con.execute(
+        f"SELECT {', '.join(columns(job_type))} FROM {_table(table)} WHERE {where}"
+        f"list_contains(?, status) ORDER BY created_at, job_id",
+        [*match.values(), list(OPEN_STATUSES)],
+    ).fetchall()
     return [_job(job_type, row) for row in rows]
 
 
@@ -85,8 +92,16 @@ def _job(job_type: type[Job], row: tuple) -> Job:
     return job_type(**dict(zip(columns(job_type), row)))
 
 
-def finish_job(con: duckdb.DuckDBPyConnection, table: str, job_id: str, insert: Callable[[Any, Iterable], int],
-               rows: Iterable, *, status: str, message: str | None = None) -> int:
+def finish_job(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    job_id: str,
+    insert: Callable[[Any, Iterable], int],
+    rows: Iterable,
+    *,
+    status: str,
+    message: str | None = None,
+) -> int:
     """Insert a job's results with `insert` and set its final status in one transaction; returns new rows."""
     con.execute("BEGIN TRANSACTION")
     try:

@@ -20,8 +20,9 @@ Row = TypeVar("Row")
 class WriteBuffer(Generic[Row]):
     """Buffers rows of `table` and commits them (module docstring)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, table: RowTable, *, max_delay_s: float = 0.25,
-                 max_rows: int = 64):
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, table: RowTable, *, max_delay_s: float = 0.25, max_rows: int = 64
+    ):
         self.con = con
         self.table = table
         self.max_delay_s = max_delay_s

@@ -3,8 +3,8 @@ change detection, and reading them back.
 
 A write hands the incoming rows to DuckDB as Arrow (a temporary view, no copy) and compares them
 with the stored ones by key: `new` rows are inserted, `unchanged` rows are left alone, `changed` rows
-(same key, other content) are reported and only overwritten when asked to. The caller owns the transaction (see `transaction`), so
-a failed ingest writes nothing.
+(same key, other content) are reported and only overwritten when asked to. The caller owns the
+transaction (see `transaction`), so a failed ingest writes nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Iterator, Sequence
 
 import duckdb
 import polars as pl
+
+from eqarena.exceptions import NotFoundError
 
 MAX_REPORTED_KEYS = 10
 _POLARS_TYPES = {"VARCHAR": pl.Utf8, "INTEGER": pl.Int64, "DOUBLE": pl.Float64}
@@ -38,39 +40,68 @@ class TableSpec:
 PROMPTS = TableSpec(
     "prompts",
     {"dataset": "VARCHAR", "prompt_id": "VARCHAR", "category": "VARCHAR", "cluster": "VARCHAR", "text": "VARCHAR"},
-    key=("dataset", "prompt_id"), content=("category", "cluster", "text"),
+    key=("dataset", "prompt_id"),
+    content=("category", "cluster", "text"),
 )
 MODELS = TableSpec("models", {"model_id": "VARCHAR", "family": "VARCHAR"}, key=("model_id",), content=("family",))
 RESPONSES = TableSpec(
     "responses",
-    {"dataset": "VARCHAR", "prompt_id": "VARCHAR", "model_id": "VARCHAR", "response_id": "VARCHAR",
-     "text": "VARCHAR", "text_sha256": "VARCHAR"},
-    key=("dataset", "prompt_id", "model_id"), content=("response_id", "text", "text_sha256"),
+    {
+        "dataset": "VARCHAR",
+        "prompt_id": "VARCHAR",
+        "model_id": "VARCHAR",
+        "response_id": "VARCHAR",
+        "text": "VARCHAR",
+        "text_sha256": "VARCHAR",
+    },
+    key=("dataset", "prompt_id", "model_id"),
+    content=("response_id", "text", "text_sha256"),
 )
 JUDGMENTS = TableSpec(
     "judgments",
-    {"judge": "VARCHAR", "template_hash": "VARCHAR", "dataset": "VARCHAR", "prompt_id": "VARCHAR",
-     "model_a": "VARCHAR", "model_b": "VARCHAR", "sample_index": "INTEGER", "status": "VARCHAR",
-     "verdict": "VARCHAR", "score": "DOUBLE", "raw_text": "VARCHAR", "run_id": "VARCHAR"},
+    {
+        "judge": "VARCHAR",
+        "template_hash": "VARCHAR",
+        "dataset": "VARCHAR",
+        "prompt_id": "VARCHAR",
+        "model_a": "VARCHAR",
+        "model_b": "VARCHAR",
+        "sample_index": "INTEGER",
+        "status": "VARCHAR",
+        "verdict": "VARCHAR",
+        "score": "DOUBLE",
+        "raw_text": "VARCHAR",
+        "run_id": "VARCHAR",
+    },
     key=("judge", "template_hash", "dataset", "prompt_id", "model_a", "model_b", "sample_index"),
     content=("status", "verdict", "score", "raw_text"),
     untracked=("run_id",),
 )
 SCORES = TableSpec(
     "scores",
-    {"judge": "VARCHAR", "template_hash": "VARCHAR", "dataset": "VARCHAR", "prompt_id": "VARCHAR",
-     "model_id": "VARCHAR", "score": "DOUBLE", "payoff": "VARCHAR", "scale": "DOUBLE", "run_id": "VARCHAR"},
+    {
+        "judge": "VARCHAR",
+        "template_hash": "VARCHAR",
+        "dataset": "VARCHAR",
+        "prompt_id": "VARCHAR",
+        "model_id": "VARCHAR",
+        "score": "DOUBLE",
+        "payoff": "VARCHAR",
+        "scale": "DOUBLE",
+        "run_id": "VARCHAR",
+    },
     key=("judge", "template_hash", "dataset", "prompt_id", "model_id"),
     content=("score", "payoff", "scale"),
     untracked=("run_id",),
 )
 # Prompts known only by id (imported judgments or scores without the prompt's text): inserted when
 # the dataset does not hold the prompt yet, never compared with or overwriting a stored text.
-PROMPT_PLACEHOLDERS = TableSpec(PROMPTS.table, PROMPTS.types, key=PROMPTS.key, content=(),
-                                untracked=PROMPTS.content)
+PROMPT_PLACEHOLDERS = TableSpec(PROMPTS.table, PROMPTS.types, key=PROMPTS.key, content=(), untracked=PROMPTS.content)
 PROMPT_TAGS = TableSpec(
-    "prompt_tags", {"dataset": "VARCHAR", "prompt_id": "VARCHAR", "grouping": "VARCHAR", "tag": "VARCHAR"},
-    key=("dataset", "prompt_id", "grouping", "tag"), content=(),
+    "prompt_tags",
+    {"dataset": "VARCHAR", "prompt_id": "VARCHAR", "grouping": "VARCHAR", "tag": "VARCHAR"},
+    key=("dataset", "prompt_id", "grouping", "tag"),
+    content=(),
 )
 TABLES = {spec.table: spec for spec in (PROMPTS, MODELS, RESPONSES, JUDGMENTS, SCORES, PROMPT_TAGS)}
 
@@ -107,9 +138,14 @@ def write_rows(
     `rows`: dicts, or a polars frame, with every column of `spec`; duplicate keys within `rows` are the
     caller's error. The rows reach DuckDB in bulk (Arrow), never row by row.
     """
-    frame = rows if isinstance(rows, pl.DataFrame) else pl.DataFrame(
-        {c: [row[c] for row in rows] for c in spec.columns},
-        schema={c: _POLARS_TYPES[spec.types[c]] for c in spec.columns})
+    frame = (
+        rows
+        if isinstance(rows, pl.DataFrame)
+        else pl.DataFrame(
+            {c: [row[c] for row in rows] for c in spec.columns},
+            schema={c: _POLARS_TYPES[spec.types[c]] for c in spec.columns},
+        )
+    )
     if frame.height == 0:
         return TableChanges(spec.table)
     stage, incoming = f"_stage_{spec.table}", f"_incoming_{spec.table}"
@@ -128,8 +164,9 @@ def write_rows(
     return changes
 
 
-def _merge_stage(con: duckdb.DuckDBPyConnection, spec: TableSpec, stage: str, total: int,
-                 replace: bool) -> TableChanges:
+def _merge_stage(
+    con: duckdb.DuckDBPyConnection, spec: TableSpec, stage: str, total: int, replace: bool
+) -> TableChanges:
     on_key = " AND ".join(f"t.{c} = s.{c}" for c in spec.key)
     differs = " OR ".join(f"t.{c} IS DISTINCT FROM s.{c}" for c in spec.content) or "FALSE"
     new, changed = con.execute(
@@ -137,10 +174,16 @@ def _merge_stage(con: duckdb.DuckDBPyConnection, spec: TableSpec, stage: str, to
         f"count(*) FILTER (WHERE t.{spec.key[0]} IS NOT NULL AND ({differs})) "
         f"FROM {stage} s LEFT JOIN {spec.table} t ON {on_key}"
     ).fetchall()[0]
-    changed_keys = tuple(con.execute(
-        f"SELECT {', '.join('s.' + c for c in spec.key)} FROM {stage} s JOIN {spec.table} t ON {on_key} "
-        f"WHERE {differs} ORDER BY ALL LIMIT {MAX_REPORTED_KEYS}"
-    ).fetchall()) if changed else ()
+    changed_keys = (
+        tuple(
+            con.execute(
+                f"SELECT {', '.join('s.' + c for c in spec.key)} FROM {stage} s JOIN {spec.table} t ON {on_key} "
+                f"WHERE {differs} ORDER BY ALL LIMIT {MAX_REPORTED_KEYS}"
+            ).fetchall()
+        )
+        if changed
+        else ()
+    )
     columns = ", ".join(spec.columns)
     con.execute(
         f"INSERT INTO {spec.table} ({columns}) SELECT {columns} FROM {stage} s "
@@ -151,8 +194,14 @@ def _merge_stage(con: duckdb.DuckDBPyConnection, spec: TableSpec, stage: str, to
         assignments = ", ".join(f"{c} = s.{c}" for c in (*spec.content, *spec.untracked))
         con.execute(f"UPDATE {spec.table} t SET {assignments} FROM {stage} s WHERE {on_key} AND ({differs})")
         replaced = changed
-    return TableChanges(spec.table, new=new, unchanged=total - new - changed, changed=changed,
-                        replaced=replaced, changed_keys=changed_keys)
+    return TableChanges(
+        spec.table,
+        new=new,
+        unchanged=total - new - changed,
+        changed=changed,
+        replaced=replaced,
+        changed_keys=changed_keys,
+    )
 
 
 def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -163,28 +212,36 @@ def datasets(con: duckdb.DuckDBPyConnection) -> list[str]:
 def choose_dataset(con: duckdb.DuckDBPyConnection, requested: str | None) -> str:
     """`requested` if the warehouse holds prompts or judgments of it; with None, the warehouse's only
     such dataset. LookupError naming the datasets held otherwise."""
-    names = [r[0] for r in con.execute(
-        "SELECT dataset FROM prompts UNION SELECT dataset FROM judgments ORDER BY dataset").fetchall()]
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT dataset FROM prompts UNION SELECT dataset FROM judgments ORDER BY dataset"
+        ).fetchall()
+    ]
     if requested is not None:
         if requested in names:
             return requested
-        raise LookupError(f"dataset {requested!r} has no prompts in the warehouse (datasets: "
-                          f"{', '.join(names) or 'none'}); run `eqarena ingest --dataset {requested}` first")
+        raise NotFoundError(
+            f"dataset {requested!r} has no prompts in the warehouse (datasets: "
+            f"{', '.join(names) or 'none'}); run `eqarena ingest --dataset {requested}` first"
+        )
     if len(names) == 1:
         return names[0]
     if not names:
-        raise LookupError("the warehouse holds no dataset yet: run `eqarena ingest` first")
-    raise LookupError(f"the warehouse holds {len(names)} datasets ({', '.join(names)}): choose one with --dataset")
+        raise NotFoundError("the warehouse holds no dataset yet: run `eqarena ingest` first")
+    raise NotFoundError(f"the warehouse holds {len(names)} datasets ({', '.join(names)}): choose one with --dataset")
 
 
 def dataset_prompt_texts(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, str]:
     """prompt_id -> text of a dataset's prompts, by prompt_id."""
-    return dict(con.execute("SELECT prompt_id, text FROM prompts WHERE dataset = ? ORDER BY prompt_id",
-                            [dataset]).fetchall())
+    return dict(
+        con.execute("SELECT prompt_id, text FROM prompts WHERE dataset = ? ORDER BY prompt_id", [dataset]).fetchall()
+    )
 
 
-def dataset_response_texts(con: duckdb.DuckDBPyConnection, dataset: str,
-                           models: Sequence[str] | None = None) -> dict[tuple[str, str], str]:
+def dataset_response_texts(
+    con: duckdb.DuckDBPyConnection, dataset: str, models: Sequence[str] | None = None
+) -> dict[tuple[str, str], str]:
     """(prompt_id, model_id) -> text of a dataset's responses, optionally of some models only."""
     query = "SELECT prompt_id, model_id, text FROM responses WHERE dataset = ?"
     params: list = [dataset]
@@ -196,9 +253,14 @@ def dataset_response_texts(con: duckdb.DuckDBPyConnection, dataset: str,
 
 def dataset_model_ids(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
     """The models with a response in the dataset, by model_id."""
-    return [m for (m,) in con.execute("SELECT model_id FROM models WHERE model_id IN "
-                                      "(SELECT model_id FROM responses WHERE dataset = ?) ORDER BY model_id",
-                                      [dataset]).fetchall()]
+    return [
+        m
+        for (m,) in con.execute(
+            "SELECT model_id FROM models WHERE model_id IN "
+            "(SELECT model_id FROM responses WHERE dataset = ?) ORDER BY model_id",
+            [dataset],
+        ).fetchall()
+    ]
 
 
 def judge_templates(con: duckdb.DuckDBPyConnection, dataset: str, judges: Sequence[str]) -> dict[str, list[str]]:
@@ -209,12 +271,16 @@ def judge_templates(con: duckdb.DuckDBPyConnection, dataset: str, judges: Sequen
         f"SELECT judge, list(DISTINCT template_hash ORDER BY template_hash) FROM ("
         f"SELECT judge, template_hash FROM judgments WHERE dataset = $dataset{scores}) "
         f"WHERE list_contains($judges, judge) GROUP BY judge ORDER BY judge",
-        {"dataset": dataset, "judges": list(judges)}).fetchall()
+        {"dataset": dataset, "judges": list(judges)},
+    ).fetchall()
     return {judge: list(hashes) for judge, hashes in rows}
 
 
 def has_scores(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the warehouse has the `scores` table (a read-only connection to a warehouse written by an
     older eqarena may not: it is created by migration 008)."""
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'scores' "
-                            "AND table_schema = 'main'").fetchone()[0])
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'scores' AND table_schema = 'main'"
+        ).fetchone()[0]
+    )

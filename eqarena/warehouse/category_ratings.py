@@ -44,10 +44,20 @@ def write_groups(con: duckdb.DuckDBPyConnection, run_id: str, groups: Sequence[G
     """Insert the run's groups and their ratings (inside the caller's transaction; the caller deleted
     earlier rows of the run)."""
     for g in groups:
-        con.execute("INSERT INTO category_groups (run_id, grouping, category, prompts, prompts_rated, models_rated, "
-                    "status, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [run_id, g.grouping, g.category, g.prompts, g.prompts_rated, g.models_rated,
-                     "skipped" if g.skipped else "rated", g.reason])
+        con.execute(
+            "INSERT INTO category_groups (run_id, grouping, category, prompts, prompts_rated, models_rated, "
+            "status, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                run_id,
+                g.grouping,
+                g.category,
+                g.prompts,
+                g.prompts_rated,
+                g.models_rated,
+                "skipped" if g.skipped else "rated",
+                g.reason,
+            ],
+        )
         for r in g.ratings:
             _write_method(con, run_id, g, r)
 
@@ -65,9 +75,18 @@ def _write_method(con: duckdb.DuckDBPyConnection, run_id: str, g: GroupRecord, r
         f"rank() OVER (ORDER BY round(rating, {RANK_DECIMALS}) DESC), mass, $prompts, $exploitability "
         "FROM (SELECT unnest($models::VARCHAR[]) AS model_id, unnest($ratings::DOUBLE[]) AS rating, "
         "unnest($mass::DOUBLE[]) AS mass)",
-        {"run": run_id, "grouping": g.grouping, "category": g.category, "method": r.method,
-         "prompts": g.prompts_rated, "exploitability": r.exploitability, "models": list(r.models),
-         "ratings": rating.tolist(), "mass": mass})
+        {
+            "run": run_id,
+            "grouping": g.grouping,
+            "category": g.category,
+            "method": r.method,
+            "prompts": g.prompts_rated,
+            "exploitability": r.exploitability,
+            "models": list(r.models),
+            "ratings": rating.tolist(),
+            "mass": mass,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -103,14 +122,19 @@ class GroupRating:
 
 def read_groups(con: duckdb.DuckDBPyConnection, run_id: str) -> list[GroupRow]:
     """The run's groups, rated or skipped, by grouping and name (none for a run without --by)."""
-    cursor = con.execute("SELECT grouping, category, prompts, prompts_rated, models_rated, status, reason "
-                         "FROM category_groups WHERE run_id = ? ORDER BY grouping, category", [run_id])
+    cursor = con.execute(
+        "SELECT grouping, category, prompts, prompts_rated, models_rated, status, reason "
+        "FROM category_groups WHERE run_id = ? ORDER BY grouping, category",
+        [run_id],
+    )
     return [GroupRow(*row) for row in cursor.fetchall()]
 
 
 def read_group_ratings(con: duckdb.DuckDBPyConnection, run_id: str) -> list[GroupRating]:
     """The run's per-group ratings, by grouping, group, method and rank."""
-    cursor = con.execute("SELECT grouping, category, method, model_id, rating, rank, mass, prompts, exploitability "
-                         "FROM category_ratings WHERE run_id = ? ORDER BY grouping, category, method, rank, model_id",
-                         [run_id])
+    cursor = con.execute(
+        "SELECT grouping, category, method, model_id, rating, rank, mass, prompts, exploitability "
+        "FROM category_ratings WHERE run_id = ? ORDER BY grouping, category, method, rank, model_id",
+        [run_id],
+    )
     return [GroupRating(*row) for row in cursor.fetchall()]

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import psutil
 
-from eqarena.exceptions import exception_chain
+from eqarena.exceptions import EqarenaError, exception_chain
 from eqarena.messages import bounded
 from eqarena.warehouse.journal import replay_journals
 from eqarena.warehouse.runs import mark_abandoned_runs
@@ -31,12 +31,12 @@ _LOCK_PID = re.compile(r"\(PID (\d+)\)")
 _MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
 
-class WarehouseInUseError(RuntimeError):
+class WarehouseInUseError(EqarenaError, RuntimeError):
     """Another process held the DuckDB file for longer than this one would wait (DuckDB allows one
     writing process, or any number of reading ones)."""
 
 
-class WarehouseUnusableError(RuntimeError):
+class WarehouseUnusableError(EqarenaError, RuntimeError):
     """The path is no usable warehouse: a directory, another kind of file, a damaged DuckDB file, or a
     place where no file can be created."""
 
@@ -59,8 +59,9 @@ def lock_wait_s() -> float:
         raise ValueError(f"{WAIT_ENV_VAR}={value!r} is not a number of seconds") from None
 
 
-def connect(path: str | os.PathLike | None = None, *, read_only: bool = False,
-            wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    path: str | os.PathLike | None = None, *, read_only: bool = False, wait_s: float | None = None
+) -> duckdb.DuckDBPyConnection:
     """Open the warehouse; a writable connection is migrated to the latest schema first and marks the
     runs of processes that died as `abandoned` (eqarena/warehouse/runs.py) and commits the rows their
     write buffers had received but not stored (eqarena/warehouse/journal.py).
@@ -87,7 +88,7 @@ def connect(path: str | os.PathLike | None = None, *, read_only: bool = False,
         recovered = replay_journals(con)
     except duckdb.Error as exc:
         con.close()
-        raise unusable_warehouse(exc, db_path) or exc
+        raise unusable_warehouse(exc, db_path) or exc from None
     except ValueError as exc:  # a journal beside the warehouse that is not one of eqarena's
         con.close()
         raise WarehouseUnusableError(str(exc)) from None
@@ -112,8 +113,7 @@ def _open_waiting(db_path: Path, read_only: bool, wait_s: float) -> duckdb.DuckD
                 waited = f" (waited {wait_s:g} s; --wait SECONDS waits longer)" if wait_s > 0 else ""
                 raise WarehouseInUseError(f"database {db_path} is in use by {holder}{waited}") from None
             if not said:
-                _log.warning("database %s is in use by %s; waiting up to %g s for it (--wait)",
-                             db_path, holder, wait_s)
+                _log.warning("database %s is in use by %s; waiting up to %g s for it (--wait)", db_path, holder, wait_s)
                 said = True
             time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
             pause = min(pause * 2, 0.5)
@@ -160,9 +160,11 @@ def unusable_warehouse(exc: BaseException, db_path: Path | str | None = None) ->
 def interrupted_query(exc: BaseException) -> bool:
     """Whether `exc` (or an error behind it) is DuckDB's report of a query stopped by SIGINT: DuckDB
     catches the signal itself while a query runs and raises this error instead of KeyboardInterrupt."""
-    return any(isinstance(error, duckdb.InterruptException)
-               or (isinstance(error, RuntimeError) and str(error) == "Query interrupted")
-               for error in exception_chain(exc))
+    return any(
+        isinstance(error, duckdb.InterruptException)
+        or (isinstance(error, RuntimeError) and str(error) == "Query interrupted")
+        for error in exception_chain(exc)
+    )
 
 
 def _damage(exc: duckdb.Error, db_path: Path | str | None) -> WarehouseUnusableError | None:

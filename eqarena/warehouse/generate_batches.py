@@ -34,9 +34,11 @@ def record_job(con: duckdb.DuckDBPyConnection, job: GenerateBatchJob, lines: Seq
     con.execute("BEGIN TRANSACTION")
     try:
         batch_jobs.insert_job(con, TABLE, job)
-        con.execute("INSERT INTO generate_batch_requests (job_id, custom_id, prompt_id) "
-                    "SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[])",
-                    [job.job_id, [c for c, _ in lines], [p for _, p in lines]])
+        con.execute(
+            "INSERT INTO generate_batch_requests (job_id, custom_id, prompt_id) "
+            "SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[])",
+            [job.job_id, [c for c, _ in lines], [p for _, p in lines]],
+        )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -58,21 +60,27 @@ def open_jobs(con: duckdb.DuckDBPyConnection, dataset: str, model_id: str) -> li
 
 def job_prompts(con: duckdb.DuckDBPyConnection, job_id: str) -> dict[str, str]:
     """{custom_id: prompt_id} of a job's lines, in custom_id order."""
-    return dict(con.execute("SELECT custom_id, prompt_id FROM generate_batch_requests WHERE job_id = ? "
-                            "ORDER BY custom_id", [job_id]).fetchall())
+    return dict(
+        con.execute(
+            "SELECT custom_id, prompt_id FROM generate_batch_requests WHERE job_id = ? ORDER BY custom_id", [job_id]
+        ).fetchall()
+    )
 
 
 def pending_prompts(con: duckdb.DuckDBPyConnection, dataset: str, model_id: str) -> set[str]:
     """The prompts open jobs of `model_id` on `dataset` are asking for (none before migration 015)."""
     if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [TABLE]).fetchone()[0]:
         return set()  # a read-only look at a warehouse not migrated yet
-    rows = con.execute("SELECT r.prompt_id FROM generate_batch_requests r JOIN generate_batches b USING (job_id) "
-                       "WHERE b.dataset = ? AND b.model_id = ? AND list_contains(?, b.status)",
-                       [dataset, model_id, list(batch_jobs.OPEN_STATUSES)]).fetchall()
+    rows = con.execute(
+        "SELECT r.prompt_id FROM generate_batch_requests r JOIN generate_batches b USING (job_id) "
+        "WHERE b.dataset = ? AND b.model_id = ? AND list_contains(?, b.status)",
+        [dataset, model_id, list(batch_jobs.OPEN_STATUSES)],
+    ).fetchall()
     return {p for (p,) in rows}
 
 
-def finish_job(con: duckdb.DuckDBPyConnection, job_id: str, rows: Iterable[ResponseRow], *, status: str,
-               message: str | None = None) -> int:
+def finish_job(
+    con: duckdb.DuckDBPyConnection, job_id: str, rows: Iterable[ResponseRow], *, status: str, message: str | None = None
+) -> int:
     """Insert a job's answers and set its final status in one transaction; returns new answers."""
     return batch_jobs.finish_job(con, TABLE, job_id, insert_responses, rows, status=status, message=message)

@@ -14,8 +14,8 @@ import numpy as np
 
 from eqarena.warehouse.catalog import has_scores
 
-COLUMN_GROUPINGS = ("category", "cluster")      # columns of table prompts
-TAG_GROUPINGS = ("language", "turn", "tag")     # rows of table prompt_tags
+COLUMN_GROUPINGS = ("category", "cluster")  # columns of table prompts
+TAG_GROUPINGS = ("language", "turn", "tag")  # rows of table prompt_tags
 AUTO_ORDER = ("tag", "category", "language", "cluster")  # what `--prompt-groups auto` takes, first found
 OTHER = "(other)"
 
@@ -58,7 +58,9 @@ def judged_coverage(con: duckdb.DuckDBPyConnection, dataset: str, judges) -> Cel
         SELECT (SELECT count(*) FROM per_prompt), (SELECT count(*) FROM models), (SELECT count(*) FROM j),
                (SELECT coalesce(sum(pairs), 0) FROM per_prompt),
                (SELECT count(*) FROM per_prompt WHERE pairs >= (SELECT count(*) FROM models) - 1)
-        """, params).fetchone()
+        """,
+        params,
+    ).fetchone()
     return CellCoverage(*(int(v) for v in row))
 
 
@@ -66,21 +68,27 @@ def grouping_sizes(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, in
     """{grouping: number of distinct labels} of every grouping the dataset's prompts have."""
     out = {}
     for column in COLUMN_GROUPINGS:
-        n = con.execute(f"SELECT count(DISTINCT {column}) FROM prompts WHERE dataset = ? AND {column} IS NOT NULL "
-                        f"AND trim({column}) <> ''", [dataset]).fetchone()[0]
+        n = con.execute(
+            f"SELECT count(DISTINCT {column}) FROM prompts WHERE dataset = ? AND {column} IS NOT NULL "
+            f"AND trim({column}) <> ''",
+            [dataset],
+        ).fetchone()[0]
         if n:
             out[column] = int(n)
     if not _has_tags(con):  # a warehouse from before migration 016, opened read-only
         return out
-    for grouping, n in con.execute("SELECT grouping, count(DISTINCT tag) FROM prompt_tags WHERE dataset = ? "
-                                   "GROUP BY grouping ORDER BY grouping", [dataset]).fetchall():
+    for grouping, n in con.execute(
+        "SELECT grouping, count(DISTINCT tag) FROM prompt_tags WHERE dataset = ? GROUP BY grouping ORDER BY grouping",
+        [dataset],
+    ).fetchall():
         out[grouping] = int(n)
     return out
 
 
 def _has_tags(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'prompt_tags'")
-                .fetchone()[0])
+    return bool(
+        con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'prompt_tags'").fetchone()[0]
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,43 +113,70 @@ def read_group_battles(con: duckdb.DuckDBPyConnection, dataset: str, judges, gro
     if grouping == "all":
         labels = ""
     elif grouping in COLUMN_GROUPINGS:
-        labels = (f"SELECT prompt_id, {grouping} AS label FROM prompts WHERE dataset = $dataset "
-                  f"AND {grouping} IS NOT NULL AND trim({grouping}) <> ''")
+        labels = (
+            f"SELECT prompt_id, {grouping} AS label FROM prompts WHERE dataset = $dataset "
+            f"AND {grouping} IS NOT NULL AND trim({grouping}) <> ''"
+        )
     elif grouping in TAG_GROUPINGS:
         labels = f"SELECT prompt_id, tag AS label FROM prompt_tags WHERE dataset = $dataset AND grouping = '{grouping}'"
     else:
         raise ValueError(f"unknown prompt grouping {grouping!r}")
-    prompt_ids = [r[0] for r in con.execute(f"SELECT DISTINCT prompt_id FROM judgments WHERE {where} ORDER BY 1",
-                                            params).fetchall()]
-    models = tuple(r[0] for r in con.execute(
-        f"SELECT m FROM (SELECT model_a AS m FROM judgments WHERE {where} "
-        f"UNION SELECT model_b FROM judgments WHERE {where}) ORDER BY m", params).fetchall())
+    prompt_ids = [
+        r[0]
+        for r in con.execute(f"SELECT DISTINCT prompt_id FROM judgments WHERE {where} ORDER BY 1", params).fetchall()
+    ]
+    models = tuple(
+        r[0]
+        for r in con.execute(
+            f"SELECT m FROM (SELECT model_a AS m FROM judgments WHERE {where} "
+            f"UNION SELECT model_b FROM judgments WHERE {where}) ORDER BY m",
+            params,
+        ).fetchall()
+    )
     battles = _indexed_battles(con, where, params, prompt_ids, list(models))
     prompt = battles["p"]
     if grouping == "all":  # one group of every battle: no labels to join
         member_battle, member_group, groups = np.arange(len(prompt)), np.zeros(len(prompt), dtype=np.int64), ["all"]
     else:
         member_battle, member_group, groups = _memberships(con, labels, params, prompt_ids, prompt)
-    fingerprint = con.execute(f"SELECT count(*), bit_xor(hash(prompt_id, model_a, model_b, sample_index, score)) "
-                              f"FROM judgments WHERE {where}", params).fetchone()
-    inputs = con.execute("SELECT judge, status, count(*) FROM judgments WHERE dataset = $dataset AND "
-                         "list_contains($judges, judge) GROUP BY ALL ORDER BY ALL", params).fetchall()
+    fingerprint = con.execute(
+        f"SELECT count(*), bit_xor(hash(prompt_id, model_a, model_b, sample_index, score)) "
+        f"FROM judgments WHERE {where}",
+        params,
+    ).fetchone()
+    inputs = con.execute(
+        "SELECT judge, status, count(*) FROM judgments WHERE dataset = $dataset AND "
+        "list_contains($judges, judge) GROUP BY ALL ORDER BY ALL",
+        params,
+    ).fetchall()
     return LabelledBattles(
         inputs=tuple((j, st, int(n)) for j, st, n in inputs),
-        models=models, groups=tuple(str(g) for g in groups), num_prompts=len(prompt_ids),
-        arrays={"model_a": battles["a"], "model_b": battles["b"], "score": battles["score"], "prompt": prompt,
-                "member_battle": np.asarray(member_battle, dtype=np.int64),
-                "member_group": np.asarray(member_group, dtype=np.int64)},
-        fingerprint=hashlib.sha256(f"{fingerprint[0]}|{fingerprint[1]}|{grouping}|{'|'.join(map(str, groups))}"
-                                   .encode()).hexdigest()[:16])
+        models=models,
+        groups=tuple(str(g) for g in groups),
+        num_prompts=len(prompt_ids),
+        arrays={
+            "model_a": battles["a"],
+            "model_b": battles["b"],
+            "score": battles["score"],
+            "prompt": prompt,
+            "member_battle": np.asarray(member_battle, dtype=np.int64),
+            "member_group": np.asarray(member_group, dtype=np.int64),
+        },
+        fingerprint=hashlib.sha256(
+            f"{fingerprint[0]}|{fingerprint[1]}|{grouping}|{'|'.join(map(str, groups))}".encode()
+        ).hexdigest()[:16],
+    )
 
 
 def _indexed_battles(con, where: str, params: dict, prompt_ids: list[str], models: list[str]) -> dict:
     """The battles as index arrays p (into prompt_ids), a, b (into models) and score, in the table's order
-    (DuckDB keeps the insertion order of a scan: the same file gives the same order). DuckDB hashes the names (a join of 2M rows with the name tables costs seconds, the
-    hashes 0.1 s); NumPy looks the hashes up among the names' own, which must be distinct."""
-    rows = con.execute(f"SELECT hash(prompt_id) AS p, hash(model_a) AS a, hash(model_b) AS b, score "
-                       f"FROM judgments WHERE {where}", params).fetchnumpy()
+    (DuckDB keeps the insertion order of a scan: the same file gives the same order). DuckDB hashes the
+    names (a join of 2M rows with the name tables costs seconds, the hashes 0.1 s); NumPy looks the
+    hashes up among the names' own, which must be distinct."""
+    rows = con.execute(
+        f"SELECT hash(prompt_id) AS p, hash(model_a) AS a, hash(model_b) AS b, score FROM judgments WHERE {where}",
+        params,
+    ).fetchnumpy()
     out = {"score": np.asarray(rows["score"], dtype=np.float64)}
     for column, names in (("p", prompt_ids), ("a", models), ("b", models)):
         keys = _name_hashes(con, names)
@@ -157,16 +192,20 @@ def _name_hashes(con, names: list[str]) -> np.ndarray:
     """DuckDB's hash of each name, in order."""
     if not names:
         return np.zeros(0, dtype=np.uint64)
-    rows = con.execute("SELECT k, hash(name) AS h FROM (SELECT unnest($names::VARCHAR[]) AS name, "
-                       "unnest(range(len($names::VARCHAR[]))) AS k) ORDER BY k", {"names": names}).fetchnumpy()
+    rows = con.execute(
+        "SELECT k, hash(name) AS h FROM (SELECT unnest($names::VARCHAR[]) AS name, "
+        "unnest(range(len($names::VARCHAR[]))) AS k) ORDER BY k",
+        {"names": names},
+    ).fetchnumpy()
     return np.asarray(rows["h"], dtype=np.uint64)
 
 
 def _memberships(con, labels: str, params: dict, prompt_ids: list[str], prompt: np.ndarray):
     """(battle, group) rows, every battle with each label of its prompt (OTHER where it has none), and
     the groups' names (sorted, OTHER last)."""
-    rows = con.execute(f"SELECT DISTINCT prompt_id, label FROM ({labels}) ORDER BY ALL",
-                       {"dataset": params["dataset"]}).fetchall()
+    rows = con.execute(
+        f"SELECT DISTINCT prompt_id, label FROM ({labels}) ORDER BY ALL", {"dataset": params["dataset"]}
+    ).fetchall()
     position = {p: k for k, p in enumerate(prompt_ids)}
     labelled = [(position[p], str(label)) for p, label in rows if p in position]
     names = sorted({label for _, label in labelled})
@@ -177,7 +216,7 @@ def _memberships(con, labels: str, params: dict, prompt_ids: list[str], prompt: 
     group_of = {name: g for g, name in enumerate(names)}
     order = np.argsort(prompt, kind="stable")  # battles of prompt k: order[starts[k]:starts[k + 1]]
     starts = np.searchsorted(prompt[order], np.arange(len(prompt_ids) + 1))
-    battle_parts = [order[starts[k]:starts[k + 1]] for k, _ in labelled]
+    battle_parts = [order[starts[k] : starts[k + 1]] for k, _ in labelled]
     group_parts = [np.full(starts[k + 1] - starts[k], group_of[label]) for k, label in labelled]
     rest = np.flatnonzero(unlabelled[prompt])
     battle_parts.append(rest)
@@ -189,5 +228,6 @@ def pairwise_only(con: duckdb.DuckDBPyConnection, dataset: str, judges) -> bool:
     """Whether none of `judges` is a score judge on `dataset` (score tables are dense per prompt)."""
     if not has_scores(con):
         return True
-    return not con.execute("SELECT count(*) FROM scores WHERE dataset = ? AND list_contains(?, judge)",
-                           [dataset, list(judges)]).fetchone()[0]
+    return not con.execute(
+        "SELECT count(*) FROM scores WHERE dataset = ? AND list_contains(?, judge)", [dataset, list(judges)]
+    ).fetchone()[0]

@@ -8,8 +8,7 @@ from typing import Iterable
 import duckdb
 
 
-def insert_new_rows(con: duckdb.DuckDBPyConnection, table: str, key: str,
-                    columns: dict[str, tuple[str, list]]) -> int:
+def insert_new_rows(con: duckdb.DuckDBPyConnection, table: str, key: str, columns: dict[str, tuple[str, list]]) -> int:
     """Insert rows given column-wise ({column: (DuckDB type, values)}) whose `key` (comma-separated
     columns) is not in `table` yet; returns how many were new. Runs in the caller's transaction if one is
     open. One statement of unnested column parameters: orders of magnitude faster than executemany."""
@@ -18,8 +17,10 @@ def insert_new_rows(con: duckdb.DuckDBPyConnection, table: str, key: str,
         return 0
     selects = ", ".join(f"unnest(${i + 1}::{columns[name][0]}[]) AS {name}" for i, name in enumerate(names))
     before = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-    con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT * FROM (SELECT {selects}) "
-                f"ON CONFLICT ({key}) DO NOTHING", [list(values) for _, values in columns.values()])
+    con.execute(
+        f"INSERT INTO {table} ({', '.join(names)}) SELECT * FROM (SELECT {selects}) ON CONFLICT ({key}) DO NOTHING",
+        [list(values) for _, values in columns.values()],
+    )
     return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] - before
 
 
@@ -42,5 +43,9 @@ class RowTable:
 
     def insert_values(self, con: duckdb.DuckDBPyConnection, batch: list[dict]) -> int:
         """`insert` for rows given as {column: value} (as `values` gives them)."""
-        return insert_new_rows(con, self.table, self.key,
-                               {name: (kind, [row.get(name) for row in batch]) for name, kind in self.types.items()})
+        return insert_new_rows(
+            con,
+            self.table,
+            self.key,
+            {name: (kind, [row.get(name) for row in batch]) for name, kind in self.types.items()},
+        )

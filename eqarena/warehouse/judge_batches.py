@@ -40,7 +40,6 @@ class BatchRequest:
     n: int
 
 
-
 def record_job(con: duckdb.DuckDBPyConnection, job: BatchJob, requests: Sequence[BatchRequest]) -> None:
     """Store a new job (status 'prepared') and its request lines in one transaction."""
     con.execute("BEGIN TRANSACTION")

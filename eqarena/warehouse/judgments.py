@@ -35,10 +35,22 @@ class JudgmentRow:
 
 
 _TYPES = {
-    "judge": "VARCHAR", "template_hash": "VARCHAR", "dataset": "VARCHAR", "prompt_id": "VARCHAR",
-    "model_a": "VARCHAR", "model_b": "VARCHAR", "sample_index": "INTEGER", "status": "VARCHAR",
-    "verdict": "VARCHAR", "score": "DOUBLE", "raw_text": "VARCHAR", "error": "VARCHAR",
-    "tokens_in": "INTEGER", "tokens_out": "INTEGER", "latency_s": "DOUBLE", "run_id": "VARCHAR",
+    "judge": "VARCHAR",
+    "template_hash": "VARCHAR",
+    "dataset": "VARCHAR",
+    "prompt_id": "VARCHAR",
+    "model_a": "VARCHAR",
+    "model_b": "VARCHAR",
+    "sample_index": "INTEGER",
+    "status": "VARCHAR",
+    "verdict": "VARCHAR",
+    "score": "DOUBLE",
+    "raw_text": "VARCHAR",
+    "error": "VARCHAR",
+    "tokens_in": "INTEGER",
+    "tokens_out": "INTEGER",
+    "latency_s": "DOUBLE",
+    "run_id": "VARCHAR",
 }
 _KEY = "judge, template_hash, dataset, prompt_id, model_a, model_b, sample_index"
 
@@ -96,8 +108,10 @@ def cell_states(
         """,
         {"judge": judge, "template_hash": template_hash, "dataset": dataset},
     ).fetchall()
-    return {(p, a, b): CellState(int(ok), int(unp), int(err), int(pend), int(nxt))
-            for p, a, b, ok, unp, err, pend, nxt in rows}
+    return {
+        (p, a, b): CellState(int(ok), int(unp), int(err), int(pend), int(nxt))
+        for p, a, b, ok, unp, err, pend, nxt in rows
+    }
 
 
 def judgment_counts(
@@ -124,8 +138,7 @@ class JudgmentWriter(WriteBuffer[JudgmentRow]):
 def read_ok_scores(con: duckdb.DuckDBPyConnection, judge: str, dataset: str) -> list[tuple[str, str, str, float]]:
     """(prompt_id, model_a, model_b, score) of every ok sample of a judge on a dataset, unaggregated."""
     return con.execute(
-        "SELECT prompt_id, model_a, model_b, score FROM judgments "
-        "WHERE dataset = ? AND judge = ? AND status = 'ok'",
+        "SELECT prompt_id, model_a, model_b, score FROM judgments WHERE dataset = ? AND judge = ? AND status = 'ok'",
         [dataset, judge],
     ).fetchall()
 
@@ -152,11 +165,18 @@ def read_recorded_judgments(con: duckdb.DuckDBPyConnection, judge: str):
         {"judge": judge},
     ).fetchall()
     datasets = sorted({r[0] for r in rows})
-    questions = {(d, p): t for d, p, t in con.execute(
-        "SELECT dataset, prompt_id, text FROM prompts WHERE list_contains($d, dataset)", {"d": datasets}).fetchall()}
-    answers = {(d, p, m): t for d, p, m, t in con.execute(
-        "SELECT dataset, prompt_id, model_id, text FROM responses WHERE list_contains($d, dataset)",
-        {"d": datasets}).fetchall()}
+    questions = {
+        (d, p): t
+        for d, p, t in con.execute(
+            "SELECT dataset, prompt_id, text FROM prompts WHERE list_contains($d, dataset)", {"d": datasets}
+        ).fetchall()
+    }
+    answers = {
+        (d, p, m): t
+        for d, p, m, t in con.execute(
+            "SELECT dataset, prompt_id, model_id, text FROM responses WHERE list_contains($d, dataset)", {"d": datasets}
+        ).fetchall()
+    }
     return rows, questions, answers
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from eqarena.exceptions import NotFoundError
+
 GROUPINGS = ("category", "cluster")  # the columns of `prompts` that group prompts
 PLURAL = {"category": "categories", "cluster": "clusters"}
 
@@ -24,23 +26,28 @@ class PromptGroup:
 
     def sql(self) -> str:
         """A condition on `prompt_id` (parameters $dataset, $group_name): the prompt is in the group."""
-        return (f"prompt_id IN (SELECT prompt_id FROM prompts WHERE dataset = $dataset "
-                f"AND {self.grouping} = $group_name)")
+        return (
+            f"prompt_id IN (SELECT prompt_id FROM prompts WHERE dataset = $dataset AND {self.grouping} = $group_name)"
+        )
 
 
 def group_sizes(con: duckdb.DuckDBPyConnection, dataset: str, grouping: str) -> dict[str, int]:
     """Prompts per group of `dataset` (groups sorted by name); prompts without a group are left out."""
     PromptGroup(grouping, "")  # checks the column name
-    rows = con.execute(f"SELECT {grouping}, count(*) FROM prompts WHERE dataset = ? AND {grouping} IS NOT NULL "
-                       f"AND trim({grouping}) <> '' GROUP BY ALL ORDER BY 1", [dataset]).fetchall()
+    rows = con.execute(
+        f"SELECT {grouping}, count(*) FROM prompts WHERE dataset = ? AND {grouping} IS NOT NULL "
+        f"AND trim({grouping}) <> '' GROUP BY ALL ORDER BY 1",
+        [dataset],
+    ).fetchall()
     return dict(rows)
 
 
 def ungrouped_prompts(con: duckdb.DuckDBPyConnection, dataset: str, grouping: str) -> int:
     """How many prompts of `dataset` have no `grouping` value."""
     PromptGroup(grouping, "")
-    return con.execute(f"SELECT count(*) FROM prompts WHERE dataset = ? AND ({grouping} IS NULL "
-                       f"OR trim({grouping}) = '')", [dataset]).fetchone()[0]
+    return con.execute(
+        f"SELECT count(*) FROM prompts WHERE dataset = ? AND ({grouping} IS NULL OR trim({grouping}) = '')", [dataset]
+    ).fetchone()[0]
 
 
 def dataset_groups(con: duckdb.DuckDBPyConnection, dataset: str, grouping: str, option: str) -> dict[str, int]:
@@ -48,8 +55,10 @@ def dataset_groups(con: duckdb.DuckDBPyConnection, dataset: str, grouping: str, 
     sizes = group_sizes(con, dataset, grouping)
     if not sizes:
         prompts = con.execute("SELECT count(*) FROM prompts WHERE dataset = ?", [dataset]).fetchone()[0]
-        raise LookupError(f"{option}: dataset {dataset!r} has no prompt {PLURAL[grouping]} (none of its {prompts} "
-                          f"prompts has one in table prompts); rate without {option}")
+        raise NotFoundError(
+            f"{option}: dataset {dataset!r} has no prompt {PLURAL[grouping]} (none of its {prompts} "
+            f"prompts has one in table prompts); rate without {option}"
+        )
     return sizes
 
 
@@ -58,6 +67,8 @@ def check_group(con: duckdb.DuckDBPyConnection, dataset: str, group: PromptGroup
     option = f"--{group.grouping}"
     sizes = dataset_groups(con, dataset, group.grouping, option)
     if group.name not in sizes:
-        raise LookupError(f"{option} {group.name!r}: dataset {dataset!r} has no such {group.grouping} "
-                          f"(its {PLURAL[group.grouping]}: {', '.join(sizes)})")
+        raise NotFoundError(
+            f"{option} {group.name!r}: dataset {dataset!r} has no such {group.grouping} "
+            f"(its {PLURAL[group.grouping]}: {', '.join(sizes)})"
+        )
     return sizes[group.name]

@@ -11,14 +11,14 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from eqarena.exceptions import NotFoundError
 from eqarena.warehouse.category_ratings import GROUP_TABLES, GroupRecord, write_groups
 from eqarena.warehouse.runs import RunRecord, to_json, upsert_run
 from eqarena.warehouse.tensor import Dropped, PayoffTensor
 
-
 PLAYERS = ("prompt", "king", "rebel")
 JOINT_MASS_THRESHOLD = 1e-7  # CCE joint cells below this are not stored (their total is)
-RANK_DECIMALS = 6            # ratings equal to 1e-6 share a rank
+RANK_DECIMALS = 6  # ratings equal to 1e-6 share a rank
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,8 +57,8 @@ class EquilibriumRecord:
 @dataclass(frozen=True, eq=False)
 class IntervalRecord:
     """Bootstrap confidence of one method's model ratings under one resampling scheme (M models):
-    full-data `rating`, interval lo / hi holding it (`solvers.bootstrap.intervals`) and `median`, rank_probabilities (M, M)
-    [model, rank - 1], top_k {1: (M,), 3: (M,)} = P(rank <= k)."""
+    full-data `rating`, interval lo / hi holding it (`solvers.bootstrap.intervals`) and `median`,
+    rank_probabilities (M, M) [model, rank - 1], top_k {1: (M,), 3: (M,)} = P(rank <= k)."""
 
     method: str
     scheme: str
@@ -86,22 +86,31 @@ def _insert_columns(con: duckdb.DuckDBPyConnection, table: str, columns: dict[st
     )
 
 
-def _insert_cells(con: duckdb.DuckDBPyConnection, table: str, fixed: dict[str, str], t: PayoffTensor,
-                  cells: tuple[np.ndarray, np.ndarray, np.ndarray], values: dict[str, np.ndarray]) -> None:
+def _insert_cells(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    fixed: dict[str, str],
+    t: PayoffTensor,
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray],
+    values: dict[str, np.ndarray],
+) -> None:
     """Insert one row per (prompt, king, rebel) cell of `t`, given as index arrays: the numbers travel
     as Arrow columns and the names are looked up in DuckDB, so a 32-million-cell tensor never becomes
     Python objects. `fixed`: columns with one value for every row (run_id, method)."""
     p, i, j = cells
     if not len(p):
         return
-    frame = pl.DataFrame({"_p": p.astype(np.int32) + 1, "_i": i.astype(np.int32) + 1, "_j": j.astype(np.int32) + 1,
-                          **values})
+    frame = pl.DataFrame(
+        {"_p": p.astype(np.int32) + 1, "_i": i.astype(np.int32) + 1, "_j": j.astype(np.int32) + 1, **values}
+    )
     names = [*fixed, "prompt_id", "king", "rebel", *values]
     selects = [*(f"${c}" for c in fixed), "$prompts[_p]", "$models[_i]", "$models[_j]", *values]
     con.register("_cells", frame)
     try:
-        con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(selects)} FROM _cells",
-                    {**fixed, "prompts": list(t.prompts), "models": list(t.models)})
+        con.execute(
+            f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(selects)} FROM _cells",
+            {**fixed, "prompts": list(t.prompts), "models": list(t.models)},
+        )
     finally:
         con.unregister("_cells")
 
@@ -112,9 +121,20 @@ def _floats(values: np.ndarray | None, n: int) -> list:
     return [None if not np.isfinite(v) else float(v) for v in np.asarray(values, dtype=np.float64)]
 
 
-_RUN_TABLES = ("payoffs", "ratings", "equilibria", "equilibrium_marginals", "equilibrium_joint",
-               "contributions", "coverage", "run_inputs", "dropped", "rating_intervals", "rank_probabilities",
-               *GROUP_TABLES)
+_RUN_TABLES = (
+    "payoffs",
+    "ratings",
+    "equilibria",
+    "equilibrium_marginals",
+    "equilibrium_joint",
+    "contributions",
+    "coverage",
+    "run_inputs",
+    "dropped",
+    "rating_intervals",
+    "rank_probabilities",
+    *GROUP_TABLES,
+)
 
 
 def write_rate_run(
@@ -157,37 +177,56 @@ def _write_payoffs(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTensor)
     off_diagonal = ~np.eye(M, dtype=bool)
     p, i, j = np.nonzero(np.broadcast_to(off_diagonal, (P, M, M)))
     samples = t.samples + np.swapaxes(t.samples, 1, 2)
-    _insert_cells(con, "payoffs", {"run_id": run_id}, t, (p, i, j), {
-        "u_king": t.u_king[:, off_diagonal].ravel().astype(np.float64),
-        "samples": samples[:, off_diagonal].ravel().astype(np.int32),
-        "imputed": np.zeros(len(p), dtype=bool) if t.imputed is None else t.imputed[:, off_diagonal].ravel(),
-    })
+    _insert_cells(
+        con,
+        "payoffs",
+        {"run_id": run_id},
+        t,
+        (p, i, j),
+        {
+            "u_king": t.u_king[:, off_diagonal].ravel().astype(np.float64),
+            "samples": samples[:, off_diagonal].ravel().astype(np.int32),
+            "imputed": np.zeros(len(p), dtype=bool) if t.imputed is None else t.imputed[:, off_diagonal].ravel(),
+        },
+    )
 
 
 def _write_coverage(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTensor, dropped: Dropped) -> None:
     M = len(t.models)
     counts = t.pair_coverage()
     i, j = np.nonzero(~np.eye(M, dtype=bool))
-    _insert_columns(con, "coverage", {
-        "run_id": ("VARCHAR", [run_id] * len(i)),
-        "model_a": ("VARCHAR", [t.models[k] for k in i]),
-        "model_b": ("VARCHAR", [t.models[k] for k in j]),
-        "prompts_total": ("INTEGER", [len(t.prompts)] * len(i)),
-        "prompts_covered": ("INTEGER", counts[i, j].astype(int).tolist()),
-    })
-    _insert_columns(con, "run_inputs", {
-        "run_id": ("VARCHAR", [run_id] * len(t.inputs)),
-        "judge": ("VARCHAR", [j for j, _, _ in t.inputs]),
-        "status": ("VARCHAR", [s for _, s, _ in t.inputs]),
-        "judgments": ("BIGINT", [n for _, _, n in t.inputs]),
-    })
+    _insert_columns(
+        con,
+        "coverage",
+        {
+            "run_id": ("VARCHAR", [run_id] * len(i)),
+            "model_a": ("VARCHAR", [t.models[k] for k in i]),
+            "model_b": ("VARCHAR", [t.models[k] for k in j]),
+            "prompts_total": ("INTEGER", [len(t.prompts)] * len(i)),
+            "prompts_covered": ("INTEGER", counts[i, j].astype(int).tolist()),
+        },
+    )
+    _insert_columns(
+        con,
+        "run_inputs",
+        {
+            "run_id": ("VARCHAR", [run_id] * len(t.inputs)),
+            "judge": ("VARCHAR", [j for j, _, _ in t.inputs]),
+            "status": ("VARCHAR", [s for _, s, _ in t.inputs]),
+            "judgments": ("BIGINT", [n for _, _, n in t.inputs]),
+        },
+    )
     gone = [("prompt", n, c) for n, c in dropped.prompts] + [("model", n, c) for n, c in dropped.models]
-    _insert_columns(con, "dropped", {
-        "run_id": ("VARCHAR", [run_id] * len(gone)),
-        "player": ("VARCHAR", [g[0] for g in gone]),
-        "action": ("VARCHAR", [g[1] for g in gone]),
-        "missing_cells": ("INTEGER", [g[2] for g in gone]),
-    })
+    _insert_columns(
+        con,
+        "dropped",
+        {
+            "run_id": ("VARCHAR", [run_id] * len(gone)),
+            "player": ("VARCHAR", [g[0] for g in gone]),
+            "action": ("VARCHAR", [g[1] for g in gone]),
+            "missing_cells": ("INTEGER", [g[2] for g in gone]),
+        },
+    )
 
 
 def _write_ratings(con: duckdb.DuckDBPyConnection, run_id: str, r: MethodRatings) -> None:
@@ -197,17 +236,35 @@ def _write_ratings(con: duckdb.DuckDBPyConnection, run_id: str, r: MethodRatings
     rating = np.asarray(r.rating, dtype=np.float64)
     if rating.shape != (n,) or not np.all(np.isfinite(rating)):
         raise ValueError(f"{r.method} {r.player} ratings must be {n} finite numbers")
-    values = ", ".join(f"unnest(${k}::{t}[]) AS {c}" for k, (c, t) in enumerate(
-        [("action", "VARCHAR"), ("rating", "DOUBLE"), ("mass", "DOUBLE"), ("ci_lo", "DOUBLE"), ("ci_hi", "DOUBLE"),
-         ("imputed_share", "DOUBLE")],
-        start=3))
+    values = ", ".join(
+        f"unnest(${k}::{t}[]) AS {c}"
+        for k, (c, t) in enumerate(
+            [
+                ("action", "VARCHAR"),
+                ("rating", "DOUBLE"),
+                ("mass", "DOUBLE"),
+                ("ci_lo", "DOUBLE"),
+                ("ci_hi", "DOUBLE"),
+                ("imputed_share", "DOUBLE"),
+            ],
+            start=3,
+        )
+    )
     con.execute(
         f"INSERT INTO ratings (run_id, method, player, action, rating, rank, mass, ci_lo, ci_hi, imputed_share) "
         f"SELECT $1, $2, '{r.player}', action, rating, "
         f"rank() OVER (ORDER BY round(rating, {RANK_DECIMALS}) DESC), mass, ci_lo, ci_hi, imputed_share "
         f"FROM (SELECT {values})",
-        [run_id, r.method, list(r.actions), rating.tolist(), _floats(r.mass, n), _floats(r.ci_lo, n),
-         _floats(r.ci_hi, n), _floats(r.imputed_share, n)],
+        [
+            run_id,
+            r.method,
+            list(r.actions),
+            rating.tolist(),
+            _floats(r.mass, n),
+            _floats(r.ci_lo, n),
+            _floats(r.ci_hi, n),
+            _floats(r.imputed_share, n),
+        ],
     )
 
 
@@ -218,36 +275,55 @@ def _write_equilibrium(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTen
         keep = joint >= JOINT_MASS_THRESHOLD
         p, i, j = np.nonzero(keep)
         joint_cells, omitted = int(keep.sum()), float(joint[~keep].sum())
-        _insert_cells(con, "equilibrium_joint", {"run_id": run_id, "method": eq.method}, t, (p, i, j),
-                      {"mass": joint[p, i, j]})
+        _insert_cells(
+            con, "equilibrium_joint", {"run_id": run_id, "method": eq.method}, t, (p, i, j), {"mass": joint[p, i, j]}
+        )
     con.execute(
         "INSERT INTO equilibria (run_id, method, solution_concept, target, solver, exploitability, steps, "
         "final_temperature, seconds, joint_cells, joint_mass_omitted, diagnostics) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [run_id, eq.method, eq.solution_concept, eq.target, eq.solver, float(eq.exploitability),
-         None if eq.steps is None else int(eq.steps),
-         None if eq.final_temperature is None else float(eq.final_temperature),
-         None if eq.seconds is None else float(eq.seconds), joint_cells, omitted, to_json(eq.diagnostics)],
+        [
+            run_id,
+            eq.method,
+            eq.solution_concept,
+            eq.target,
+            eq.solver,
+            float(eq.exploitability),
+            None if eq.steps is None else int(eq.steps),
+            None if eq.final_temperature is None else float(eq.final_temperature),
+            None if eq.seconds is None else float(eq.seconds),
+            joint_cells,
+            omitted,
+            to_json(eq.diagnostics),
+        ],
     )
     for player, actions in zip(PLAYERS, (t.prompts, t.models, t.models)):
         mass = np.asarray(eq.marginals[player], dtype=np.float64)
-        _insert_columns(con, "equilibrium_marginals", {
-            "run_id": ("VARCHAR", [run_id] * len(actions)),
-            "method": ("VARCHAR", [eq.method] * len(actions)),
-            "player": ("VARCHAR", [player] * len(actions)),
-            "action": ("VARCHAR", list(actions)),
-            "mass": ("DOUBLE", mass.tolist()),
-        })
+        _insert_columns(
+            con,
+            "equilibrium_marginals",
+            {
+                "run_id": ("VARCHAR", [run_id] * len(actions)),
+                "method": ("VARCHAR", [eq.method] * len(actions)),
+                "player": ("VARCHAR", [player] * len(actions)),
+                "action": ("VARCHAR", list(actions)),
+                "mass": ("DOUBLE", mass.tolist()),
+            },
+        )
     if eq.contributions is not None:
         delta = np.asarray(eq.contributions, dtype=np.float64)
         i, j = np.nonzero(np.ones_like(delta, dtype=bool))
-        _insert_columns(con, "contributions", {
-            "run_id": ("VARCHAR", [run_id] * len(i)),
-            "method": ("VARCHAR", [eq.method] * len(i)),
-            "king": ("VARCHAR", [t.models[k] for k in i]),
-            "rebel": ("VARCHAR", [t.models[k] for k in j]),
-            "delta": ("DOUBLE", delta[i, j].tolist()),
-        })
+        _insert_columns(
+            con,
+            "contributions",
+            {
+                "run_id": ("VARCHAR", [run_id] * len(i)),
+                "method": ("VARCHAR", [eq.method] * len(i)),
+                "king": ("VARCHAR", [t.models[k] for k in i]),
+                "rebel": ("VARCHAR", [t.models[k] for k in j]),
+                "delta": ("DOUBLE", delta[i, j].tolist()),
+            },
+        )
 
 
 def _write_interval(con: duckdb.DuckDBPyConnection, run_id: str, b: IntervalRecord) -> None:
@@ -255,30 +331,41 @@ def _write_interval(con: duckdb.DuckDBPyConnection, run_id: str, b: IntervalReco
     probs = np.asarray(b.rank_probabilities, dtype=np.float64)
     if probs.shape != (m, m):
         raise ValueError(f"{b.method} {b.scheme}: rank_probabilities must be ({m}, {m}); got {probs.shape}")
-    _insert_columns(con, "rating_intervals", {
-        "run_id": ("VARCHAR", [run_id] * m),
-        "method": ("VARCHAR", [b.method] * m),
-        "scheme": ("VARCHAR", [b.scheme] * m),
-        "model_id": ("VARCHAR", list(b.models)),
-        "rating": ("DOUBLE", np.asarray(b.rating, dtype=float).tolist()),
-        "lo": ("DOUBLE", np.asarray(b.lo, dtype=float).tolist()),
-        "hi": ("DOUBLE", np.asarray(b.hi, dtype=float).tolist()),
-        "median": ("DOUBLE", np.asarray(b.median, dtype=float).tolist()),
-        "confidence": ("DOUBLE", [float(b.confidence)] * m),
-        "p_top1": ("DOUBLE", np.asarray(b.top_k[1], dtype=float).tolist()),
-        "p_top3": ("DOUBLE", np.asarray(b.top_k[3], dtype=float).tolist()),
-        "replicates": ("INTEGER", [int(b.replicates)] * m),
-        "max_exploitability": ("DOUBLE", [None if b.max_exploitability is None else float(b.max_exploitability)] * m),
-    })
+    _insert_columns(
+        con,
+        "rating_intervals",
+        {
+            "run_id": ("VARCHAR", [run_id] * m),
+            "method": ("VARCHAR", [b.method] * m),
+            "scheme": ("VARCHAR", [b.scheme] * m),
+            "model_id": ("VARCHAR", list(b.models)),
+            "rating": ("DOUBLE", np.asarray(b.rating, dtype=float).tolist()),
+            "lo": ("DOUBLE", np.asarray(b.lo, dtype=float).tolist()),
+            "hi": ("DOUBLE", np.asarray(b.hi, dtype=float).tolist()),
+            "median": ("DOUBLE", np.asarray(b.median, dtype=float).tolist()),
+            "confidence": ("DOUBLE", [float(b.confidence)] * m),
+            "p_top1": ("DOUBLE", np.asarray(b.top_k[1], dtype=float).tolist()),
+            "p_top3": ("DOUBLE", np.asarray(b.top_k[3], dtype=float).tolist()),
+            "replicates": ("INTEGER", [int(b.replicates)] * m),
+            "max_exploitability": (
+                "DOUBLE",
+                [None if b.max_exploitability is None else float(b.max_exploitability)] * m,
+            ),
+        },
+    )
     i, k = np.nonzero(np.ones((m, m), dtype=bool))
-    _insert_columns(con, "rank_probabilities", {
-        "run_id": ("VARCHAR", [run_id] * len(i)),
-        "method": ("VARCHAR", [b.method] * len(i)),
-        "scheme": ("VARCHAR", [b.scheme] * len(i)),
-        "model_id": ("VARCHAR", [b.models[j] for j in i]),
-        "rank": ("INTEGER", (k + 1).tolist()),
-        "probability": ("DOUBLE", probs[i, k].tolist()),
-    })
+    _insert_columns(
+        con,
+        "rank_probabilities",
+        {
+            "run_id": ("VARCHAR", [run_id] * len(i)),
+            "method": ("VARCHAR", [b.method] * len(i)),
+            "scheme": ("VARCHAR", [b.scheme] * len(i)),
+            "model_id": ("VARCHAR", [b.models[j] for j in i]),
+            "rank": ("INTEGER", (k + 1).tolist()),
+            "probability": ("DOUBLE", probs[i, k].tolist()),
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -426,8 +513,11 @@ def latest_rate_run_id(con: duckdb.DuckDBPyConnection, dataset: str | None = Non
     if dataset is None:
         rows = con.execute("SELECT run_id FROM latest_rate_run").fetchall()
     else:
-        rows = con.execute("SELECT run_id FROM rate_runs WHERE dataset = ? "
-                           "ORDER BY finished_at DESC, started_at DESC, run_id DESC LIMIT 1", [dataset]).fetchall()
+        rows = con.execute(
+            "SELECT run_id FROM rate_runs WHERE dataset = ? "
+            "ORDER BY finished_at DESC, started_at DESC, run_id DESC LIMIT 1",
+            [dataset],
+        ).fetchall()
     return rows[0][0] if rows else None
 
 
@@ -435,13 +525,25 @@ def read_run(con: duckdb.DuckDBPyConnection, run_id: str) -> RunRecord:
     """The `runs` row of run_id with its JSON columns decoded; LookupError when absent."""
     rows = con.execute(
         "SELECT run_id, kind, started_at, finished_at, status, parameters, versions, data_fingerprint, timings, "
-        "message, flow_run_id FROM runs WHERE run_id = ?", [run_id]).fetchall()
+        "message, flow_run_id FROM runs WHERE run_id = ?",
+        [run_id],
+    ).fetchall()
     if not rows:
-        raise LookupError(f"no run {run_id!r} in the warehouse")
+        raise NotFoundError(f"no run {run_id!r} in the warehouse")
     (run_id, kind, started, finished, status, parameters, versions, fingerprint, timings, message, flow_run) = rows[0]
-    return RunRecord(run_id=run_id, kind=kind, started_at=started, finished_at=finished, status=status,
-                     parameters=_json(parameters), versions=_json(versions), data_fingerprint=fingerprint,
-                     timings=_json(timings), message=message, flow_run_id=flow_run)
+    return RunRecord(
+        run_id=run_id,
+        kind=kind,
+        started_at=started,
+        finished_at=finished,
+        status=status,
+        parameters=_json(parameters),
+        versions=_json(versions),
+        data_fingerprint=fingerprint,
+        timings=_json(timings),
+        message=message,
+        flow_run_id=flow_run,
+    )
 
 
 def _json(text: str | None) -> dict:
@@ -450,18 +552,25 @@ def _json(text: str | None) -> dict:
 
 def read_ratings(con: duckdb.DuckDBPyConnection, run_id: str) -> list[RatingRow]:
     """Every ratings row of the run, by method, player, rank."""
-    return _rows(con.execute(
-        "SELECT method, player, action, rating, rank, mass, ci_lo, ci_hi FROM ratings "
-        "WHERE run_id = ? ORDER BY method, player, rank, action", [run_id]), RatingRow)
+    return _rows(
+        con.execute(
+            "SELECT method, player, action, rating, rank, mass, ci_lo, ci_hi FROM ratings "
+            "WHERE run_id = ? ORDER BY method, player, rank, action",
+            [run_id],
+        ),
+        RatingRow,
+    )
 
 
 def read_equilibria(con: duckdb.DuckDBPyConnection, run_id: str) -> list[EquilibriumRow]:
     """One row per equilibrium method with its diagnostics and support sizes per player."""
     columns = [f.name for f in fields(EquilibriumRow) if f.name not in ("support", "diagnostics")]
     rows = con.execute(
-        f"""SELECT {', '.join(f'e.{c}' for c in columns)}, e.diagnostics, s.player, s.support, s.actions
+        f"""SELECT {", ".join(f"e.{c}" for c in columns)}, e.diagnostics, s.player, s.support, s.actions
             FROM equilibria e LEFT JOIN equilibrium_support s USING (run_id, method)
-            WHERE e.run_id = ? ORDER BY e.method, s.player""", [run_id]).fetchall()
+            WHERE e.run_id = ? ORDER BY e.method, s.player""",
+        [run_id],
+    ).fetchall()
     found: dict[str, tuple] = {}
     support: dict[str, dict[str, tuple[int, int]]] = {}
     for row in rows:
@@ -469,31 +578,45 @@ def read_equilibria(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Equilib
         found.setdefault(values[0], (values, diagnostics))
         if player is not None:
             support.setdefault(values[0], {})[player] = (size, actions)
-    return [EquilibriumRow(**dict(zip(columns, values)), diagnostics=_json(diagnostics), support=support.get(m, {}))
-            for m, (values, diagnostics) in found.items()]
+    return [
+        EquilibriumRow(**dict(zip(columns, values)), diagnostics=_json(diagnostics), support=support.get(m, {}))
+        for m, (values, diagnostics) in found.items()
+    ]
 
 
 def read_marginals(con: duckdb.DuckDBPyConnection, run_id: str) -> list[MarginalRow]:
-    return _rows(con.execute(
-        "SELECT method, player, action, mass FROM equilibrium_marginals WHERE run_id = ? "
-        "ORDER BY method, player, mass DESC, action", [run_id]), MarginalRow)
+    return _rows(
+        con.execute(
+            "SELECT method, player, action, mass FROM equilibrium_marginals WHERE run_id = ? "
+            "ORDER BY method, player, mass DESC, action",
+            [run_id],
+        ),
+        MarginalRow,
+    )
 
 
 def read_payoffs(con: duckdb.DuckDBPyConnection, run_id: str, prompt_ids: Sequence[str]) -> list[PayoffCell]:
     """u_king cells of the given prompts."""
-    return _rows(con.execute(
-        "SELECT prompt_id, king, rebel, u_king, samples FROM payoffs "
-        "WHERE run_id = $run AND list_contains($prompts, prompt_id) ORDER BY prompt_id, king, rebel",
-        {"run": run_id, "prompts": list(prompt_ids)}), PayoffCell)
+    return _rows(
+        con.execute(
+            "SELECT prompt_id, king, rebel, u_king, samples FROM payoffs "
+            "WHERE run_id = $run AND list_contains($prompts, prompt_id) ORDER BY prompt_id, king, rebel",
+            {"run": run_id, "prompts": list(prompt_ids)},
+        ),
+        PayoffCell,
+    )
 
 
-def read_payoff_cells(con: duckdb.DuckDBPyConnection, run_id: str, prompt_ids: Sequence[str], kings: Sequence[str],
-                      rebels: Sequence[str]) -> dict[tuple[str, str, str], tuple[float, bool]]:
+def read_payoff_cells(
+    con: duckdb.DuckDBPyConnection, run_id: str, prompt_ids: Sequence[str], kings: Sequence[str], rebels: Sequence[str]
+) -> dict[tuple[str, str, str], tuple[float, bool]]:
     """(u_king, imputed) of the given prompts, kings and rebels, keyed (prompt_id, king, rebel)."""
     rows = con.execute(
-        "SELECT prompt_id, king, rebel, u_king, coalesce(imputed, false) FROM payoffs WHERE run_id = $run AND list_contains($prompts, prompt_id) "
+        "SELECT prompt_id, king, rebel, u_king, coalesce(imputed, false) FROM payoffs "
+        "WHERE run_id = $run AND list_contains($prompts, prompt_id) "
         "AND list_contains($kings, king) AND list_contains($rebels, rebel)",
-        {"run": run_id, "prompts": list(prompt_ids), "kings": list(kings), "rebels": list(rebels)}).fetchall()
+        {"run": run_id, "prompts": list(prompt_ids), "kings": list(kings), "rebels": list(rebels)},
+    ).fetchall()
     return {(p, k, r): (float(u), bool(imputed)) for p, k, r, u, imputed in rows}
 
 
@@ -504,55 +627,88 @@ def read_mean_payoffs(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, 
 
 
 def read_contributions_by_family(con: duckdb.DuckDBPyConnection, run_id: str) -> list[FamilyContribution]:
-    return _rows(con.execute(
-        "SELECT method, king, rebel_family, delta FROM contributions_by_family WHERE run_id = ? "
-        "ORDER BY method, king, rebel_family", [run_id]), FamilyContribution)
+    return _rows(
+        con.execute(
+            "SELECT method, king, rebel_family, delta FROM contributions_by_family WHERE run_id = ? "
+            "ORDER BY method, king, rebel_family",
+            [run_id],
+        ),
+        FamilyContribution,
+    )
 
 
 def read_coverage(con: duckdb.DuckDBPyConnection, run_id: str) -> Coverage:
     """What the run's tensor covered (Coverage)."""
     return Coverage(
-        pairs=_rows(con.execute(
-            "SELECT model_a, model_b, prompts_total, prompts_covered FROM coverage WHERE run_id = ? "
-            "ORDER BY model_a, model_b", [run_id]), PairCoverage),
-        inputs=_rows(con.execute(
-            "SELECT judge, status, judgments FROM run_inputs WHERE run_id = ? ORDER BY judge, status", [run_id]),
-            InputCount),
-        dropped=_rows(con.execute(
-            "SELECT player, action, missing_cells FROM dropped WHERE run_id = ? ORDER BY player, action", [run_id]),
-            DroppedAction),
-        imputed_cells=con.execute("SELECT coalesce(max(imputed_cells), 0) FROM payoff_imputation "
-                                  "WHERE run_id = ?", [run_id]).fetchall()[0][0],
-        imputed_shares=_rows(con.execute(
-            "SELECT method, action AS model_id, imputed_share FROM ratings WHERE run_id = ? AND player = 'king' "
-            "AND imputed_share IS NOT NULL ORDER BY method, rank, action", [run_id]), ImputedShare),
+        pairs=_rows(
+            con.execute(
+                "SELECT model_a, model_b, prompts_total, prompts_covered FROM coverage WHERE run_id = ? "
+                "ORDER BY model_a, model_b",
+                [run_id],
+            ),
+            PairCoverage,
+        ),
+        inputs=_rows(
+            con.execute(
+                "SELECT judge, status, judgments FROM run_inputs WHERE run_id = ? ORDER BY judge, status", [run_id]
+            ),
+            InputCount,
+        ),
+        dropped=_rows(
+            con.execute(
+                "SELECT player, action, missing_cells FROM dropped WHERE run_id = ? ORDER BY player, action", [run_id]
+            ),
+            DroppedAction,
+        ),
+        imputed_cells=con.execute(
+            "SELECT coalesce(max(imputed_cells), 0) FROM payoff_imputation WHERE run_id = ?", [run_id]
+        ).fetchall()[0][0],
+        imputed_shares=_rows(
+            con.execute(
+                "SELECT method, action AS model_id, imputed_share FROM ratings WHERE run_id = ? AND player = 'king' "
+                "AND imputed_share IS NOT NULL ORDER BY method, rank, action",
+                [run_id],
+            ),
+            ImputedShare,
+        ),
     )
 
 
 def read_prompt_texts(con: duckdb.DuckDBPyConnection, dataset: str, prompt_ids: Sequence[str]) -> dict[str, str]:
     rows = con.execute(
         "SELECT prompt_id, text FROM prompts WHERE dataset = $dataset AND list_contains($ids, prompt_id)",
-        {"dataset": dataset, "ids": list(prompt_ids)}).fetchall()
+        {"dataset": dataset, "ids": list(prompt_ids)},
+    ).fetchall()
     return dict(rows)
 
 
 def read_rating_intervals(con: duckdb.DuckDBPyConnection, run_id: str) -> list[IntervalRow]:
     """Bootstrap intervals of the run's model ratings, best full-data rating first per method and scheme."""
-    return _rows(con.execute(
-        "SELECT method, scheme, model_id, rating, lo, hi, median, confidence, p_top1, p_top3, replicates, "
-        "max_exploitability FROM rating_intervals WHERE run_id = ? ORDER BY method, scheme, rating DESC, model_id",
-        [run_id]), IntervalRow)
+    return _rows(
+        con.execute(
+            "SELECT method, scheme, model_id, rating, lo, hi, median, confidence, p_top1, p_top3, replicates, "
+            "max_exploitability FROM rating_intervals WHERE run_id = ? ORDER BY method, scheme, rating DESC, model_id",
+            [run_id],
+        ),
+        IntervalRow,
+    )
 
 
 def read_rank_probabilities(con: duckdb.DuckDBPyConnection, run_id: str) -> list[RankProbability]:
     """P(rank) of every model of the run."""
-    return _rows(con.execute(
-        "SELECT method, scheme, model_id, rank, probability FROM rank_probabilities WHERE run_id = ? "
-        "ORDER BY method, scheme, model_id, rank", [run_id]), RankProbability)
+    return _rows(
+        con.execute(
+            "SELECT method, scheme, model_id, rank, probability FROM rank_probabilities WHERE run_id = ? "
+            "ORDER BY method, scheme, model_id, rank",
+            [run_id],
+        ),
+        RankProbability,
+    )
 
 
-def read_rating_table(con: duckdb.DuckDBPyConnection, run_id: str, player: str = "king",
-                      method: str | None = None) -> pl.DataFrame:
+def read_rating_table(
+    con: duckdb.DuckDBPyConnection, run_id: str, player: str = "king", method: str | None = None
+) -> pl.DataFrame:
     """One run's ratings of `player`'s actions as a polars frame (`eqarena.read_ratings`): method, action,
     rank, rating, mass, ci_lo / ci_hi (a model-rating method's own interval, else the equilibrium's
     bootstrap interval over prompts), p_top1, p_top3, imputed_share; by method, then rank."""
@@ -565,4 +721,5 @@ def read_rating_table(con: duckdb.DuckDBPyConnection, run_id: str, player: str =
                 AND i.scheme = 'prompts' AND r.player = 'king'
            WHERE r.run_id = $run AND r.player = $player AND ($method IS NULL OR r.method = $method)
            ORDER BY r.method, r.rank, r.action""",
-        params={"run": run_id, "player": player, "method": method}).pl()
+        params={"run": run_id, "player": player, "method": method},
+    ).pl()

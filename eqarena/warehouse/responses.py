@@ -32,9 +32,18 @@ class ResponseRow:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
-_TYPES = {"dataset": "VARCHAR", "prompt_id": "VARCHAR", "model_id": "VARCHAR", "text": "VARCHAR",
-          "generator": "VARCHAR", "generation": "VARCHAR", "tokens_in": "INTEGER", "tokens_out": "INTEGER",
-          "run_id": "VARCHAR", "text_sha256": "VARCHAR"}
+_TYPES = {
+    "dataset": "VARCHAR",
+    "prompt_id": "VARCHAR",
+    "model_id": "VARCHAR",
+    "text": "VARCHAR",
+    "generator": "VARCHAR",
+    "generation": "VARCHAR",
+    "tokens_in": "INTEGER",
+    "tokens_out": "INTEGER",
+    "run_id": "VARCHAR",
+    "text_sha256": "VARCHAR",
+}
 
 
 RESPONSES = RowTable("responses", "dataset, prompt_id, model_id", _TYPES)
@@ -55,5 +64,9 @@ class ResponseWriter(WriteBuffer[ResponseRow]):
 
 def answered_prompts(con: duckdb.DuckDBPyConnection, dataset: str, model_id: str) -> set[str]:
     """The prompts of `dataset` that `model_id` has a stored answer to."""
-    return {p for (p,) in con.execute("SELECT prompt_id FROM responses WHERE dataset = ? AND model_id = ?",
-                                      [dataset, model_id]).fetchall()}
+    return {
+        p
+        for (p,) in con.execute(
+            "SELECT prompt_id FROM responses WHERE dataset = ? AND model_id = ?", [dataset, model_id]
+        ).fetchall()
+    }

@@ -13,7 +13,6 @@ import duckdb
 import numpy as np
 import psutil
 
-
 PROCESS_START_SLACK_S = 1.0  # psutil's process start times are exact to a clock tick
 
 
@@ -59,9 +58,22 @@ def upsert_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
         "INSERT INTO runs (run_id, kind, status, started_at, finished_at, parameters, versions, "
         "data_fingerprint, timings, message, flow_run_id, pid, host, process_started) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [run.run_id, run.kind, run.status, run.started_at, run.finished_at, to_json(run.parameters),
-         to_json(run.versions), run.data_fingerprint, to_json(run.timings), run.message, run.flow_run_id,
-         run.pid, run.host, run.process_started],
+        [
+            run.run_id,
+            run.kind,
+            run.status,
+            run.started_at,
+            run.finished_at,
+            to_json(run.parameters),
+            to_json(run.versions),
+            run.data_fingerprint,
+            to_json(run.timings),
+            run.message,
+            run.flow_run_id,
+            run.pid,
+            run.host,
+            run.process_started,
+        ],
     )
 
 
@@ -81,8 +93,9 @@ def process_alive(pid: int | None, host: str | None, process_started: float | No
 def abandoned_runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
     """(run_id, pid) of every `running` run whose process is gone (process_alive); none in a warehouse
     from before migration 010 (opened read-only, so not migrated), which does not know the processes."""
-    knows_processes = con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'runs' "
-                                  "AND column_name = 'process_started'").fetchone()[0]
+    knows_processes = con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'runs' AND column_name = 'process_started'"
+    ).fetchone()[0]
     if not knows_processes:
         return []
     rows = con.execute("SELECT run_id, pid, host, process_started FROM runs WHERE status = 'running'").fetchall()
@@ -93,9 +106,11 @@ def mark_abandoned_runs(con: duckdb.DuckDBPyConnection) -> int:
     """Mark every `running` run whose process is gone as `abandoned`; returns how many."""
     gone = abandoned_runs(con)
     for run_id, pid in gone:
-        con.execute("UPDATE runs SET status = 'abandoned', finished_at = coalesce(finished_at, current_timestamp), "
-                    "message = ? WHERE run_id = ? AND status = 'running'",
-                    [f"abandoned: its process (pid {pid}) ended without finishing the run", run_id])
+        con.execute(
+            "UPDATE runs SET status = 'abandoned', finished_at = coalesce(finished_at, current_timestamp), "
+            "message = ? WHERE run_id = ? AND status = 'running'",
+            [f"abandoned: its process (pid {pid}) ended without finishing the run", run_id],
+        )
     return len(gone)
 
 
@@ -104,7 +119,9 @@ def matching_rate_run(con: duckdb.DuckDBPyConnection, fingerprint: str, paramete
     judgments, prompts and models behind its tensor) and has every key of `parameters` equal."""
     rows = con.execute(
         "SELECT run_id, parameters FROM runs WHERE kind = 'rate' AND status = 'ok' AND data_fingerprint = ? "
-        "ORDER BY finished_at DESC, started_at DESC", [fingerprint]).fetchall()
+        "ORDER BY finished_at DESC, started_at DESC",
+        [fingerprint],
+    ).fetchall()
     for run_id, stored in rows:
         stored = json.loads(stored) if isinstance(stored, str) else (stored or {})
         stored.setdefault("orders", "both")  # rate runs before --orders existed
@@ -132,6 +149,10 @@ def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 5) -> list[RunLine]
     rows = con.execute(
         "SELECT run_id, kind, status, started_at, finished_at, message FROM runs "
         "QUALIFY row_number() OVER (ORDER BY started_at DESC) <= ? OR status = 'running' "
-        "ORDER BY started_at DESC", [limit]).fetchall()
-    return [RunLine(run_id, kind, "abandoned" if run_id in gone else status, started, finished, message)
-            for run_id, kind, status, started, finished, message in rows]
+        "ORDER BY started_at DESC",
+        [limit],
+    ).fetchall()
+    return [
+        RunLine(run_id, kind, "abandoned" if run_id in gone else status, started, finished, message)
+        for run_id, kind, status, started, finished, message in rows
+    ]

@@ -8,8 +8,19 @@ import polars as pl
 
 from eqarena.warehouse.runs import RunRecord, to_json, upsert_run
 
-STEP_COLUMNS = ("method", "setting", "trial", "iteration", "prompt_entropy", "model_entropy", "added_model",
-                "added_prompt", "prompt_marginal", "rounds", "top_ranked")
+STEP_COLUMNS = (
+    "method",
+    "setting",
+    "trial",
+    "iteration",
+    "prompt_entropy",
+    "model_entropy",
+    "added_model",
+    "added_prompt",
+    "prompt_marginal",
+    "rounds",
+    "top_ranked",
+)
 
 
 def write_simulation(con: duckdb.DuckDBPyConnection, run: RunRecord, kind: str, steps: pl.DataFrame) -> None:
@@ -24,9 +35,10 @@ def write_simulation(con: duckdb.DuckDBPyConnection, run: RunRecord, kind: str, 
         con.execute("DELETE FROM simulation_steps WHERE run_id = ?", [run.run_id])
         con.execute("DELETE FROM simulation_runs WHERE run_id = ?", [run.run_id])
         upsert_run(con, run)
-        con.execute("INSERT INTO simulation_runs (run_id, kind, parameters, started_at, finished_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    [run.run_id, kind, to_json(run.parameters), run.started_at, run.finished_at])
+        con.execute(
+            "INSERT INTO simulation_runs (run_id, kind, parameters, started_at, finished_at) VALUES (?, ?, ?, ?, ?)",
+            [run.run_id, kind, to_json(run.parameters), run.started_at, run.finished_at],
+        )
         if steps.height:
             con.execute("INSERT INTO simulation_steps BY NAME SELECT * FROM frame")
         con.execute("COMMIT")
@@ -37,5 +49,7 @@ def write_simulation(con: duckdb.DuckDBPyConnection, run: RunRecord, kind: str, 
 
 def read_simulation_steps(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     """The steps of simulation run `run_id`, ordered by method, setting, trial and iteration."""
-    return con.sql("SELECT * EXCLUDE (run_id) FROM simulation_steps WHERE run_id = ? "
-                   "ORDER BY method, setting, trial, iteration", params=[run_id]).pl()
+    return con.sql(
+        "SELECT * EXCLUDE (run_id) FROM simulation_steps WHERE run_id = ? ORDER BY method, setting, trial, iteration",
+        params=[run_id],
+    ).pl()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from eqarena.exceptions import NotFoundError
 from eqarena.warehouse.catalog import has_scores
 
 
@@ -143,5 +144,5 @@ def table_row_count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     """Rows in one of the warehouse's tables (name checked against the catalog)."""
     known = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     if table not in known:
-        raise ValueError(f"no table {table!r} in the warehouse")
+        raise NotFoundError(f"no table {table!r} in the warehouse")
     return con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]

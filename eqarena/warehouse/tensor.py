@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import duckdb
 import numpy as np
 
+from eqarena.exceptions import EqarenaError
 from eqarena.options import MissingPolicy, OrderRule, choice
 from eqarena.warehouse.catalog import has_scores
 from eqarena.warehouse.prompt_groups import PromptGroup
@@ -29,11 +30,11 @@ from eqarena.warehouse.prompt_groups import PromptGroup
 DROP_POLICIES = (MissingPolicy.REFUSE, MissingPolicy.DROP_PROMPTS, MissingPolicy.DROP_MODELS)
 
 
-class IncompleteTensorError(ValueError):
+class IncompleteTensorError(EqarenaError, ValueError):
     """The judgments leave (prompt, model pair) cells uncovered and no drop policy was given."""
 
 
-class UnknownJudgeError(LookupError):
+class UnknownJudgeError(EqarenaError, LookupError):
     """A requested judge has no judgment on the dataset."""
 
 
@@ -102,12 +103,16 @@ class Dropped:
 
     def summary(self) -> str:
         if self.policy == "groups":
-            return (f"prompt groups: {self.imputed_cells:,} of {self.total_cells:,} (group, model pair) cells "
-                    f"({self.imputed_cells / max(self.total_cells, 1):.1%}) rest on the Bradley-Terry smoothing alone "
-                    f"(no battle of the group compared the pair)")
+            return (
+                f"prompt groups: {self.imputed_cells:,} of {self.total_cells:,} (group, model pair) cells "
+                f"({self.imputed_cells / max(self.total_cells, 1):.1%}) rest on the Bradley-Terry smoothing alone "
+                f"(no battle of the group compared the pair)"
+            )
         if self.imputed_cells:
-            return (f"--missing impute filled {self.imputed_cells:,} of {self.total_cells:,} (prompt, model pair) "
-                    f"cells ({self.imputed_cells / self.total_cells:.1%}) with prompt-wise Bradley-Terry predictions")
+            return (
+                f"--missing impute filled {self.imputed_cells:,} of {self.total_cells:,} (prompt, model pair) "
+                f"cells ({self.imputed_cells / self.total_cells:.1%}) with prompt-wise Bradley-Terry predictions"
+            )
         if not self.prompts and not self.models:
             return "nothing dropped (the tensor is complete)"
         parts = []
@@ -139,8 +144,9 @@ def _judge_filter(template_hash: str | None) -> str:
 def available_judges(con: duckdb.DuckDBPyConnection, dataset: str) -> list[str]:
     """Judges with at least one judgment or score on `dataset`, sorted."""
     scores = " UNION SELECT DISTINCT judge FROM scores WHERE dataset = $dataset" if has_scores(con) else ""
-    rows = con.execute(f"SELECT DISTINCT judge FROM judgments WHERE dataset = $dataset{scores} ORDER BY judge",
-                       {"dataset": dataset}).fetchall()
+    rows = con.execute(
+        f"SELECT DISTINCT judge FROM judgments WHERE dataset = $dataset{scores} ORDER BY judge", {"dataset": dataset}
+    ).fetchall()
     return [r[0] for r in rows]
 
 
@@ -179,7 +185,8 @@ def assemble_tensor(
     if absent:
         have = ", ".join(sorted(present)) or "none"
         raise UnknownJudgeError(
-            f"no judgments by judge {', '.join(absent)} on dataset {dataset!r} (judges present: {have})")
+            f"no judgments by judge {', '.join(absent)} on dataset {dataset!r} (judges present: {have})"
+        )
     params = {"dataset": dataset, "judges": list(judges)}
     if template_hash is not None:
         params["template_hash"] = template_hash
@@ -191,23 +198,33 @@ def assemble_tensor(
 
     scored = has_scores(con)
     score_where = where
-    prompt_sql = f"SELECT prompt_id FROM prompts WHERE dataset = $dataset{in_group} " \
-                 f"UNION SELECT DISTINCT prompt_id FROM judgments WHERE {where}"
-    model_sql = f"SELECT model_id FROM responses WHERE dataset = $dataset{in_group} " \
-                f"UNION SELECT model_a FROM judgments WHERE {where} UNION SELECT model_b FROM judgments WHERE {where}"
-    input_sql = f"SELECT judge, status, hash(template_hash, prompt_id, model_a, model_b, sample_index, status, score) " \
-                f"AS h FROM judgments WHERE {where}"
+    prompt_sql = (
+        f"SELECT prompt_id FROM prompts WHERE dataset = $dataset{in_group} "
+        f"UNION SELECT DISTINCT prompt_id FROM judgments WHERE {where}"
+    )
+    model_sql = (
+        f"SELECT model_id FROM responses WHERE dataset = $dataset{in_group} "
+        f"UNION SELECT model_a FROM judgments WHERE {where} UNION SELECT model_b FROM judgments WHERE {where}"
+    )
+    input_sql = (
+        f"SELECT judge, status, hash(template_hash, prompt_id, model_a, model_b, sample_index, status, score) "
+        f"AS h FROM judgments WHERE {where}"
+    )
     if scored:
         prompt_sql += f" UNION SELECT DISTINCT prompt_id FROM scores WHERE {score_where}"
         model_sql += f" UNION SELECT DISTINCT model_id FROM scores WHERE {score_where}"
-        input_sql += f" UNION ALL SELECT judge, 'ok', hash(template_hash, prompt_id, model_id, score, payoff, scale) " \
-                     f"FROM scores WHERE {score_where}"
+        input_sql += (
+            f" UNION ALL SELECT judge, 'ok', hash(template_hash, prompt_id, model_id, score, payoff, scale) "
+            f"FROM scores WHERE {score_where}"
+        )
     prompt_names = sorted((r[0] for r in con.execute(prompt_sql, params).fetchall()), key=_natural_key)
     model_names = sorted((r[0] for r in con.execute(model_sql, params).fetchall()), key=_natural_key)
 
     inputs = con.execute(
         f"SELECT judge, status, count(*) AS n, bit_xor(h) AS h FROM ({input_sql}) "
-        f"GROUP BY judge, status ORDER BY judge, status", params).fetchall()
+        f"GROUP BY judge, status ORDER BY judge, status",
+        params,
+    ).fetchall()
     digest = hashlib.sha256()
     for judge, status, n, h in inputs:
         digest.update(f"{judge}|{status}|{n}|{h};".encode())
@@ -252,8 +269,8 @@ def _add_pairwise_judges(con, where: str, params: dict, order_sum, order_judges,
     """Add each judge's mean ok-score per (prompt, A, B) from table judgments, aggregated by DuckDB."""
     cells = con.execute(
         f"""
-        WITH p AS ({_index_table('prompts')}),
-             m AS ({_index_table('models')}),
+        WITH p AS ({_index_table("prompts")}),
+             m AS ({_index_table("models")}),
              per_judge AS (
                  SELECT judge, prompt_id, model_a, model_b, avg(score) AS s, count(*) AS n
                  FROM judgments WHERE {where} AND status = 'ok'
@@ -266,7 +283,9 @@ def _add_pairwise_judges(con, where: str, params: dict, order_sum, order_judges,
         JOIN p ON p.prompts = o.prompt_id
         JOIN m a ON a.models = o.model_a
         JOIN m b ON b.models = o.model_b
-        """, params).fetchnumpy()
+        """,
+        params,
+    ).fetchnumpy()
     index = tuple(np.asarray(cells[c], dtype=np.int64) for c in ("pi", "ai", "bi"))
     order_sum[index] += np.asarray(cells["s"], dtype=np.float64)
     order_judges[index] += np.asarray(cells["judges"], dtype=np.int32)
@@ -277,17 +296,25 @@ def _add_score_judges(con, where: str, params: dict, order_sum, order_judges, sa
     """Add each score judge's payoffs: one sample per order wherever both models have a score."""
     P, M = order_sum.shape[:2]
     rule_params = {k: v for k, v in params.items() if k not in ("prompts", "models")}
-    rules = con.execute(f"SELECT DISTINCT judge, template_hash, payoff, scale FROM scores WHERE {where} "
-                        f"ORDER BY ALL", rule_params).fetchall()
+    rules = con.execute(
+        f"SELECT DISTINCT judge, template_hash, payoff, scale FROM scores WHERE {where} ORDER BY ALL", rule_params
+    ).fetchall()
     for judge, template, payoff, scale in rules:
         cells = con.execute(
             f"""
-            WITH p AS ({_index_table('prompts')}), m AS ({_index_table('models')})
+            WITH p AS ({_index_table("prompts")}), m AS ({_index_table("models")})
             SELECT p.k AS pi, m.k AS mi, s.score FROM scores s
             JOIN p ON p.prompts = s.prompt_id JOIN m ON m.models = s.model_id
             WHERE s.dataset = $dataset AND s.judge = $judge AND s.template_hash = $template
-            """, {"prompts": params["prompts"], "models": params["models"], "dataset": params["dataset"],
-                  "judge": judge, "template": template}).fetchnumpy()
+            """,
+            {
+                "prompts": params["prompts"],
+                "models": params["models"],
+                "dataset": params["dataset"],
+                "judge": judge,
+                "template": template,
+            },
+        ).fetchnumpy()
         table = np.full((P, M), np.nan)
         table[np.asarray(cells["pi"], dtype=np.int64), np.asarray(cells["mi"], dtype=np.int64)] = cells["score"]
         for p in range(P):  # one prompt at a time: (M, M) temporaries, not (P, M, M)
@@ -307,7 +334,9 @@ def score_payoffs(scores: np.ndarray, payoff: str, scale: float) -> np.ndarray:
     return out
 
 
-def apply_missing_policy(tensor: PayoffTensor, policy: MissingPolicy = MissingPolicy.REFUSE) -> tuple[PayoffTensor, Dropped]:
+def apply_missing_policy(
+    tensor: PayoffTensor, policy: MissingPolicy = MissingPolicy.REFUSE
+) -> tuple[PayoffTensor, Dropped]:
     """Return a complete tensor, or raise IncompleteTensorError naming what is missing.
 
     drop-prompts: remove every prompt with an uncovered cell. drop-models: remove models one at a time,
@@ -320,7 +349,8 @@ def apply_missing_policy(tensor: PayoffTensor, policy: MissingPolicy = MissingPo
     if P == 0 or M < 2:
         raise IncompleteTensorError(
             f"dataset {tensor.dataset!r} has {P} prompt(s) and {M} model(s) for judge(s) "
-            f"{', '.join(tensor.judges)}: a game needs at least 1 prompt and 2 models")
+            f"{', '.join(tensor.judges)}: a game needs at least 1 prompt and 2 models"
+        )
     missing = tensor.missing_pairs
     if not missing.any():
         return tensor, Dropped(policy)
@@ -335,12 +365,14 @@ def apply_missing_policy(tensor: PayoffTensor, policy: MissingPolicy = MissingPo
             f"{total - int(missing.sum())} of {total} (prompt, model pair) cells: "
             f"{int(missing.sum())} missing on {len(bad_prompts)} prompt(s) ({_listing(bad_prompts, 5)}) "
             f"involving {len(bad_models)} model(s) ({_listing(bad_models, 5)}); "
-            f"judge the missing cells or pass --missing impute, drop-prompts or drop-models")
+            f"judge the missing cells or pass --missing impute, drop-prompts or drop-models"
+        )
     if policy == "drop-prompts":
         keep = np.flatnonzero(per_prompt == 0)
         if keep.size == 0:
             raise IncompleteTensorError(
-                f"--missing drop-prompts would drop all {P} prompts: every prompt has a missing cell")
+                f"--missing drop-prompts would drop all {P} prompts: every prompt has a missing cell"
+            )
         gone = tuple((tensor.prompts[k], int(per_prompt[k])) for k in np.flatnonzero(per_prompt))
         return tensor.take(keep, np.arange(M)), Dropped(policy, prompts=gone)
     # drop-models, greedy.
@@ -356,7 +388,8 @@ def apply_missing_policy(tensor: PayoffTensor, policy: MissingPolicy = MissingPo
         del keep[worst]
         if len(keep) < 2:
             raise IncompleteTensorError(
-                f"--missing drop-models would leave fewer than 2 models (dropped {_listing([n for n, _ in gone])})")
+                f"--missing drop-models would leave fewer than 2 models (dropped {_listing([n for n, _ in gone])})"
+            )
     return tensor.take(np.arange(P), np.asarray(keep)), Dropped(policy, models=tuple(gone))
 
 
@@ -368,14 +401,18 @@ def read_battles(
     Returns {'model_a': int[n], 'model_b': int[n], 'score': float[n], 'prompt': int[n]} with model
     indices into tensor.models and prompt indices into tensor.prompts; score is A's (+1 A wins).
     """
-    params = {"dataset": tensor.dataset, "judges": list(tensor.judges),
-              "prompts": list(tensor.prompts), "models": list(tensor.models)}
+    params = {
+        "dataset": tensor.dataset,
+        "judges": list(tensor.judges),
+        "prompts": list(tensor.prompts),
+        "models": list(tensor.models),
+    }
     if template_hash is not None:
         params["template_hash"] = template_hash
     out = con.execute(
         f"""
-        WITH p AS ({_index_table('prompts')}),
-             m AS ({_index_table('models')})
+        WITH p AS ({_index_table("prompts")}),
+             m AS ({_index_table("models")})
         SELECT p.k AS prompt, a.k AS model_a, b.k AS model_b, j.score AS score
         FROM judgments j
         JOIN p ON p.prompts = j.prompt_id

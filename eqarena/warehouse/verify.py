@@ -26,9 +26,13 @@ class TableCheck:
 
 def verify_tables(con: duckdb.DuckDBPyConnection) -> list[TableCheck]:
     """One TableCheck per table of the warehouse, in name order (module docstring)."""
-    names = [r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT internal "
-        "ORDER BY table_name").fetchall()]
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT internal "
+            "ORDER BY table_name"
+        ).fetchall()
+    ]
     checks = []
     for name in names:
         try:

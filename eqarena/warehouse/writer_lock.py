@@ -19,10 +19,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
+from eqarena.exceptions import EqarenaError
+
 _POLL_S = 0.2
 
 
-class WarehouseBusyError(RuntimeError):
+class WarehouseBusyError(EqarenaError, RuntimeError):
     """Another run holds the warehouse's writer lock."""
 
 
@@ -39,8 +41,9 @@ def lock_holder(db_path: Path) -> dict:
 
 
 @contextmanager
-def writer_lock(db_path: Path, run_id: str, wait_s: float = 0.0,
-                on_wait: Callable[[dict], None] | None = None) -> Iterator[None]:
+def writer_lock(
+    db_path: Path, run_id: str, wait_s: float = 0.0, on_wait: Callable[[dict], None] | None = None
+) -> Iterator[None]:
     """Hold the warehouse's writer lock for the block (module docstring). `on_wait(holder)` is called
     once if the lock is taken and the run starts waiting."""
     path = lock_path(db_path)
@@ -63,8 +66,15 @@ def writer_lock(db_path: Path, run_id: str, wait_s: float = 0.0,
                 time.sleep(_POLL_S)
         handle.seek(0)
         handle.truncate()
-        handle.write(json.dumps({"run_id": run_id, "pid": os.getpid(),
-                                 "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
+        handle.write(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "pid": os.getpid(),
+                    "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                }
+            )
+        )
         handle.flush()
         try:
             yield
@@ -78,7 +88,10 @@ def writer_lock(db_path: Path, run_id: str, wait_s: float = 0.0,
 
 
 def _busy_message(db_path: Path, holder: dict, wait_s: float) -> str:
-    who = (f"run {holder.get('run_id', '?')} (pid {holder.get('pid', '?')}, since {holder.get('started_at', '?')})"
-           if holder else "another run")
+    who = (
+        f"run {holder.get('run_id', '?')} (pid {holder.get('pid', '?')}, since {holder.get('started_at', '?')})"
+        if holder
+        else "another run"
+    )
     waited = f" after waiting {wait_s:g} s" if wait_s > 0 else ""
     return f"warehouse busy: {who} is writing {db_path}{waited}; try again when it is done, or pass --wait SECONDS"

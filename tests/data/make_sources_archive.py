@@ -61,15 +61,17 @@ def write_archive(source: Path, out: Path) -> list[str]:
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(data))
-    out.write_bytes(lzma.compress(buffer.getvalue(), format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
-                                  preset=9 | lzma.PRESET_EXTREME))
+    out.write_bytes(
+        lzma.compress(buffer.getvalue(), format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=9 | lzma.PRESET_EXTREME)
+    )
     return names
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--from", dest="source", type=Path, required=True,
-                        help="folder with prd_vicuna80/ and arena_hard_v0.1/")
+    parser.add_argument(
+        "--from", dest="source", type=Path, required=True, help="folder with prd_vicuna80/ and arena_hard_v0.1/"
+    )
     parser.add_argument("--out", type=Path, default=ARCHIVE, help="the archive to write")
     args = parser.parse_args()
     try:

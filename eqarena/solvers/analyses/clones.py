@@ -134,7 +134,8 @@ def dense_ranks(ratings, tie_tol: float = DEFAULT_TIE_TOL) -> np.ndarray:
 def solve_method(method: str, u_king) -> tuple[np.ndarray, float | None]:
     """King-model ratings (M,) of u_king (P, M, M) by the registered `method`, and the exploitability
     (None for a model-rating method). Model-rating methods such as Bradley-Terry see the tensor's
-    battles (`solvers.pairwise.bradley_terry.tensor_battles`), so every cloned prompt adds battles (paper Section 4.2)."""
+    battles (`solvers.pairwise.bradley_terry.tensor_battles`), so every cloned prompt adds battles
+    (paper Section 4.2)."""
     return get_method(method).king_ratings(_check_tensor(u_king))
 
 
@@ -146,8 +147,14 @@ def _grid(ns: Iterable[int]) -> list[int]:
 
 
 def clone_tensors(
-    u_king, target: int, *, ns_exact=(0, 250, 500), ns_noisy=(0, 250, 500, 750, 1000),
-    lam: float = 10.0, noise: float = 0.01, seed: int = 0,
+    u_king,
+    target: int,
+    *,
+    ns_exact=(0, 250, 500),
+    ns_noisy=(0, 250, 500, 750, 1000),
+    lam: float = 10.0,
+    noise: float = 0.01,
+    seed: int = 0,
 ) -> list[tuple[str, int, np.ndarray]]:
     """The games of the clone experiment: (variant, n, u_king (P + n, M, M)) per variant and n, n ascending.
 

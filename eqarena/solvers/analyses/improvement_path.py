@@ -87,11 +87,18 @@ def rater(name: str) -> Rater:
         def solve(prompts, models):
             return method.equilibrium(KothGame(king_tensor(prompts, models)))
 
-        return Rater(name, lambda p, m: np.asarray(solve(p, m).ratings[0]),
-                     lambda p, m: np.asarray(solve(p, m).ratings[1]),
-                     lambda p, m: np.asarray(solve(p, m).marginals[0]))
-    return Rater(name, lambda p, m: separability(king_tensor(p, m)),
-                 lambda p, m: method.model_fit(king_tensor(p, m)).ratings, lambda p, m: None)
+        return Rater(
+            name,
+            lambda p, m: np.asarray(solve(p, m).ratings[0]),
+            lambda p, m: np.asarray(solve(p, m).ratings[1]),
+            lambda p, m: np.asarray(solve(p, m).marginals[0]),
+        )
+    return Rater(
+        name,
+        lambda p, m: separability(king_tensor(p, m)),
+        lambda p, m: method.model_fit(king_tensor(p, m)).ratings,
+        lambda p, m: None,
+    )
 
 
 def improvement_path(rate: Rater, setting: str, sizes: PathSizes = PathSizes(), seed: int = 0) -> list[PathStep]:
@@ -104,19 +111,30 @@ def improvement_path(rate: Rater, setting: str, sizes: PathSizes = PathSizes(), 
     ones = np.ones(sizes.skills)
     prompts = rng.dirichlet(ones, sizes.initial_prompts)
     models = rng.dirichlet(ones, sizes.initial_models)
-    steps = [PathStep(0, skill_entropy(prompts), skill_entropy(models), None, None,
-                      rate.prompt_marginal(prompts, models))]
+    steps = [
+        PathStep(0, skill_entropy(prompts), skill_entropy(models), None, None, rate.prompt_marginal(prompts, models))
+    ]
     for t in range(1, sizes.iterations + 1):
         added_prompt = None
         if setting == "additional":
             candidates = rng.dirichlet(ones, sizes.candidate_prompts)
             scores = rate.prompt_scores(np.vstack([candidates, prompts]), models)
-            added_prompt = candidates[int(np.argmax(scores[:sizes.candidate_prompts]))]
+            added_prompt = candidates[int(np.argmax(scores[: sizes.candidate_prompts]))]
             prompts = np.vstack([prompts, added_prompt])
         model, rounds, top = _new_model(rate, prompts, models, sizes, rng)
         models = np.vstack([models, model])
-        steps.append(PathStep(t, skill_entropy(prompts), skill_entropy(models), model, added_prompt,
-                              rate.prompt_marginal(prompts, models), rounds, top))
+        steps.append(
+            PathStep(
+                t,
+                skill_entropy(prompts),
+                skill_entropy(models),
+                model,
+                added_prompt,
+                rate.prompt_marginal(prompts, models),
+                rounds,
+                top,
+            )
+        )
     return steps
 
 

@@ -48,8 +48,10 @@ def difference_sentence(first: str, second: str, what: str, d: Interval) -> str:
         return f"under {first} the {what} skill entropy ends the same as under {second}"
     word = "lower" if d.mean < 0 else "higher"
     lo, hi = (-d.hi, -d.lo) if d.mean < 0 else (d.lo, d.hi)  # the interval of the amount lower / higher
-    return (f"under {first} the {what} skill entropy ends {abs(d.mean):.3f} nats {word} than under {second} "
-            f"({CONFIDENCE:.0%} interval {lo:.3f} to {hi:.3f})")
+    return (
+        f"under {first} the {what} skill entropy ends {abs(d.mean):.3f} nats {word} than under {second} "
+        f"({CONFIDENCE:.0%} interval {lo:.3f} to {hi:.3f})"
+    )
 
 
 @dataclass(frozen=True)

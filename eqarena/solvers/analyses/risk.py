@@ -27,10 +27,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from eqarena.solvers.nash.logit import koth_values
 from eqarena.solvers._precision import float64
 from eqarena.solvers.games.equilibrium import Equilibrium
 from eqarena.solvers.games.normal_form import KING, Array, KothGame, NormalFormGame, dense_action_values
+from eqarena.solvers.nash.logit import koth_values
 
 KingTensor = Union[Array, KothGame]  # u_king of shape (P, M, M), or the game holding it
 Stacked = tuple[np.ndarray, ...]  # one (K, A_i) array per player
@@ -168,8 +168,9 @@ def _descend_rows(u, fixed_xs, free_xs, rows, logits, schedule, steps) -> None:
         held = np.log(np.maximum(x, np.finfo(float).tiny))  # softmax(log x) = x: held profiles stay put
         held[rows] = theta
         start.append(jnp.asarray(held))
-    fixed_ratings = jnp.asarray(_batched_ratings(u, np.abs(u), fixed_xs)[KING]) if len(fixed_xs[0]) else \
-        jnp.zeros((0, u.shape[1]))
+    fixed_ratings = (
+        jnp.asarray(_batched_ratings(u, np.abs(u), fixed_xs)[KING]) if len(fixed_xs[0]) else jnp.zeros((0, u.shape[1]))
+    )
     out = _descend(tuple(start), jnp.asarray(u), fixed_ratings, jnp.asarray(moving), schedule, steps)
     for x, theta in zip(free_xs, out):  # in NumPy: eager JAX ops would compile for every round's rows
         logits = np.asarray(theta)[rows]

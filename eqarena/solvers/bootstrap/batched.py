@@ -21,14 +21,14 @@ from __future__ import annotations
 import numpy as np
 
 from eqarena.methods import get_method
-from eqarena.solvers.cce.batched import batched_cce
-from eqarena.solvers.games.entropy import affinity_targets
-from eqarena.solvers.cce.dual import bucket
 from eqarena.solvers._rows import identical_rows
-from eqarena.solvers.nash.batched import KEPT_ROWS_FROM, LANES, batched_nash
-from eqarena.solvers.games.normal_form import KING, koth_game
-from eqarena.solvers.nash.limiting_logit import selection_targets
 from eqarena.solvers.bootstrap.replicates import prompt_replicate, replicate_game, solve_king_ratings
+from eqarena.solvers.cce.batched import batched_cce
+from eqarena.solvers.cce.dual import bucket
+from eqarena.solvers.games.entropy import affinity_targets
+from eqarena.solvers.games.normal_form import KING, koth_game
+from eqarena.solvers.nash.batched import KEPT_ROWS_FROM, LANES, batched_nash
+from eqarena.solvers.nash.limiting_logit import selection_targets
 
 GUARANTEE = 1e-6
 GROUP = 32  # replicates per batch
@@ -63,7 +63,7 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int | range
     if slices:
         first, content = identical_rows(u.reshape(p, -1))
     for start in range(0, len(indices), GROUP):
-        block = indices[start: start + GROUP]
+        block = indices[start : start + GROUP]
         if slices:
             tensors = u
             logs = [_prompt_log_targets(u, first, content, prompt_replicate(p, solver.seed, b), target) for b in block]
@@ -81,8 +81,9 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int | range
                 ratings[start + k], expl[start + k] = out.ratings[k], out.exploitability[k]
             else:
                 fallback += 1
-                ratings[start + k], expl[start + k] = solve_king_ratings(method, solver.game(scheme, b),
-                                                                         solver.start(method, scheme, b))
+                ratings[start + k], expl[start + k] = solve_king_ratings(
+                    method, solver.game(scheme, b), solver.start(method, scheme, b)
+                )
     return ratings, expl, fallback
 
 

@@ -1,10 +1,11 @@
 """Bootstrap confidence for equilibrium ratings: intervals, rank probabilities, top-k probabilities.
 
 Each replicate re-solves the king-of-the-hill game (paper Section 3.1) exactly as the full data is
-solved — the same solution concept and selection target (`solvers.nash.limiting_logit` LLE, `solvers.cce.max_entropy` max
-relative entropy) — and stores the king's ratings (paper eq. 1). A CCE replicate's dual solve starts
-from the full data's multipliers: the maximum relative entropy CCE is unique and the stopping test is
-the same, so this changes only the number of Newton steps (about half as many at 18 x 65). Two schemes:
+solved — the same solution concept and selection target (`solvers.nash.limiting_logit` LLE,
+`solvers.cce.max_entropy` max relative entropy) — and stores the king's ratings (paper eq. 1). A CCE
+replicate's dual solve starts from the full data's multipliers: the maximum relative entropy CCE is
+unique and the stopping test is the same, so this changes only the number of Newton steps (about half
+as many at 18 x 65). Two schemes:
 
 - "prompts": the P prompt slices of u_king[P, M, M] drawn with replacement.
 - "judgments" (judge noise): every order of every cell (prompt p, model a as A, model b as B) moves
@@ -57,7 +58,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqarena.methods import get_method
-from eqarena.solvers.sparse.group_game import GroupReplicates
 from eqarena.solvers.bootstrap.intervals import rating_interval
 from eqarena.solvers.bootstrap.replicates import (  # noqa: F401  (one replicate's game and solve, re-exported)
     SCHEMES,
@@ -70,6 +70,7 @@ from eqarena.solvers.bootstrap.replicates import (  # noqa: F401  (one replicate
     twin_groups,
     twins_agree,
 )
+from eqarena.solvers.sparse.group_game import GroupReplicates
 
 TOP_K = (1, 3)
 RANK_DECIMALS = 6
@@ -113,8 +114,15 @@ def rank_probabilities(ratings: np.ndarray, decimals: int = RANK_DECIMALS) -> np
     return share.mean(axis=0)
 
 
-def summarise(method: str, scheme: str, ratings: np.ndarray, exploitability: np.ndarray, rating: np.ndarray,
-              confidence: float = CONFIDENCE, seconds: float = 0.0) -> BootstrapRatings:
+def summarise(
+    method: str,
+    scheme: str,
+    ratings: np.ndarray,
+    exploitability: np.ndarray,
+    rating: np.ndarray,
+    confidence: float = CONFIDENCE,
+    seconds: float = 0.0,
+) -> BootstrapRatings:
     """Interval around the full-data `rating` (M,), rank and top-k probabilities of replicate ratings (B, M)."""
     ratings = np.asarray(ratings, dtype=np.float64)
     rating = np.asarray(rating, dtype=np.float64)
@@ -122,8 +130,11 @@ def summarise(method: str, scheme: str, ratings: np.ndarray, exploitability: np.
     probs = rank_probabilities(ratings)
     top = {k: probs[:, : min(k, probs.shape[1])].sum(axis=1) for k in TOP_K}
     expl = np.asarray(exploitability, dtype=np.float64)
-    diag = {"replicates": len(ratings), "max_exploitability": float(expl.max(initial=0.0)),
-            "above_1e-6": int(np.sum(expl > 1e-6))}
+    diag = {
+        "replicates": len(ratings),
+        "max_exploitability": float(expl.max(initial=0.0)),
+        "above_1e-6": int(np.sum(expl > 1e-6)),
+    }
     return BootstrapRatings(method, scheme, ratings, expl, rating, lo, hi, probs, top, confidence, seconds, diag)
 
 
@@ -308,12 +319,17 @@ def bootstrap_ratings(
             batch_units = batches_pay(u_king.shape)
     together = {m for m in methods if batched and _batchable(m)}
     known = dict(starts or {})  # solved here before the workers need them (batches need them only to fall back)
-    starts = {m: known[m] if m in known else _full_multipliers(m, u_king)
-              for m in methods if get_method(m).warm_starts and (m in known or m not in together)}
+    starts = {
+        m: known[m] if m in known else _full_multipliers(m, u_king)
+        for m in methods
+        if get_method(m).warm_starts and (m in known or m not in together)
+    }
     solver = ReplicateSolver(u_king, seed, battles, imputed, batch_units, starts, source)
     chunk = unit_size or ((settling.every if settling else _BATCH_CHUNK) if batch_units else _CHUNK)
     groups = twin_groups([m for m in methods if m not in together])
-    units = [(g, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk) for s in schemes for g in groups]
+    units = [
+        (g, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk) for s in schemes for g in groups
+    ]
     collected: dict[tuple[str, str], list] = {}
     fallbacks: dict[tuple[str, str], int] = {}
     per_block = len(schemes) * len(groups) or 1  # units per block of replicates
@@ -355,10 +371,18 @@ def bootstrap_ratings(
         rating = full[m] if full is not None and m in full else solve_king_ratings(m, solver.u_king)[0]
         for s in schemes:
             parts = sorted(collected[(m, s)], key=lambda p: p[0])
-            out.append(summarise(m, s, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]),
-                                 rating, confidence, sum(p[3] for p in parts)))
-            out[-1].diagnostics.update(batched=(m, s) in fallbacks, fallback=fallbacks.get((m, s), 0),
-                                       stopped=stopped)
+            out.append(
+                summarise(
+                    m,
+                    s,
+                    np.concatenate([p[1] for p in parts]),
+                    np.concatenate([p[2] for p in parts]),
+                    rating,
+                    confidence,
+                    sum(p[3] for p in parts),
+                )
+            )
+            out[-1].diagnostics.update(batched=(m, s) in fallbacks, fallback=fallbacks.get((m, s), 0), stopped=stopped)
     return out
 
 
@@ -377,11 +401,24 @@ class _SettleWatch:
         if done < self.settling.min_replicates - self.settling.every or done - self.checked < self.settling.every:
             return False
         self.checked = done
-        bounds = {key: np.percentile(np.concatenate([p[1] for p in sorted(parts, key=lambda p: p[0])])[:done],
-                                     [self.tail, 100.0 - self.tail], axis=0) for key, parts in collected.items()}
-        moved = max((float(np.max(np.abs(bounds[k] - self.last[k])) / max(np.median(bounds[k][1] - bounds[k][0]),
-                                                                             _WIDTH_FLOOR))
-                     for k in bounds if k in self.last), default=np.inf)
+        bounds = {
+            key: np.percentile(
+                np.concatenate([p[1] for p in sorted(parts, key=lambda p: p[0])])[:done],
+                [self.tail, 100.0 - self.tail],
+                axis=0,
+            )
+            for key, parts in collected.items()
+        }
+        moved = max(
+            (
+                float(
+                    np.max(np.abs(bounds[k] - self.last[k])) / max(np.median(bounds[k][1] - bounds[k][0]), _WIDTH_FLOOR)
+                )
+                for k in bounds
+                if k in self.last
+            ),
+            default=np.inf,
+        )
         self.last = bounds
         return done >= self.settling.min_replicates and moved < self.settling.tol
 

@@ -67,8 +67,9 @@ class Groups:
         return np.where(self.frozen, self.u, np.clip(self.u + delta, -1.0, 1.0))
 
 
-def judgment_replicate(u_king, battles: Mapping[str, np.ndarray], seed: int, replicate: int,
-                       imputed: np.ndarray | None = None) -> np.ndarray:
+def judgment_replicate(
+    u_king, battles: Mapping[str, np.ndarray], seed: int, replicate: int, imputed: np.ndarray | None = None
+) -> np.ndarray:
     """u_king (P, M, M) with every judged order of every cell moved by a draw from the posterior of its
     mean score (module docstring). battles: {'prompt', 'model_a', 'model_b': int (n,), 'score': (n,)}."""
     return Groups(np.asarray(u_king), battles, imputed).replicate(judgment_rng(seed, replicate))
@@ -114,7 +115,9 @@ def twin_groups(methods: Sequence[str]) -> list[tuple[str, ...]]:
         if name in placed:
             continue
         twin = next((o for o in methods if o not in placed and o != name and _twins(name, o)), None)
-        group = (name,) if twin is None else tuple(sorted((name, twin), key=lambda n: get_method(n).target != "affinity"))
+        group = (
+            (name,) if twin is None else tuple(sorted((name, twin), key=lambda n: get_method(n).target != "affinity"))
+        )
         placed.update(group)
         groups.append(group)
     return groups
@@ -122,7 +125,11 @@ def twin_groups(methods: Sequence[str]) -> list[tuple[str, ...]]:
 
 def _twins(a: str, b: str) -> bool:
     first, second = get_method(a), get_method(b)
-    return first.is_equilibrium and first.solve == second.solve and {first.target, second.target} == {"affinity", "uniform"}
+    return (
+        first.is_equilibrium
+        and first.solve == second.solve
+        and {first.target, second.target} == {"affinity", "uniform"}
+    )
 
 
 def twins_agree(u_king: np.ndarray) -> bool:

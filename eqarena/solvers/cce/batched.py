@@ -32,8 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from eqarena.solvers.cce import dual
 from eqarena.solvers._precision import float64
+from eqarena.solvers.cce import dual
 
 _ARMIJO = dual._ARMIJO
 _MAX_HALVINGS = dual._MAX_HALVINGS
@@ -60,8 +60,9 @@ class BatchedCce:
 
 
 @float64
-def batched_cce(u, log_targets, *, warm=None, tol: float = 1e-9, capacity: int = _CAPACITY,
-                max_steps: int = _MAX_STEPS) -> BatchedCce:
+def batched_cce(
+    u, log_targets, *, warm=None, tol: float = 1e-9, capacity: int = _CAPACITY, max_steps: int = _MAX_STEPS
+) -> BatchedCce:
     """Maximum relative entropy CCEs of B games (App. A) from their log-targets.
 
     u: (P, M, M) shared by all replicates, or (B, P, M, M). log_targets: (log t_prompt (B, P),
@@ -85,10 +86,19 @@ def batched_cce(u, log_targets, *, warm=None, tol: float = 1e-9, capacity: int =
         size = _bucket(len(active))
         pick = np.concatenate([active, np.full(size - len(active), active[0])])
         out = _newton_chunk(
-            jnp.asarray(u if shared else u[pick]), jnp.asarray(log_tp[pick]), jnp.asarray(log_tk[pick]),
-            jnp.asarray(log_tr[pick]), jnp.asarray(state.work[pick]), jnp.asarray(state.valid[pick]),
-            jnp.asarray(z[pick]), jnp.asarray(state.mask[pick]), jnp.asarray(theta[pick]),
-            tol=tol, chunk=_CHUNK, shared=shared)
+            jnp.asarray(u if shared else u[pick]),
+            jnp.asarray(log_tp[pick]),
+            jnp.asarray(log_tk[pick]),
+            jnp.asarray(log_tr[pick]),
+            jnp.asarray(state.work[pick]),
+            jnp.asarray(state.valid[pick]),
+            jnp.asarray(z[pick]),
+            jnp.asarray(state.mask[pick]),
+            jnp.asarray(theta[pick]),
+            tol=tol,
+            chunk=_CHUNK,
+            shared=shared,
+        )
         z_o, res, n, stalled, theta_o, gp, rk, ex = (np.asarray(o)[: len(active)] for o in out)
         # A chunk of accepted steps that left z exactly where it was has reached rounding level too.
         stalled = stalled | (np.all(z_o == z[active], axis=1) & (n > 0))
@@ -112,8 +122,15 @@ def batched_cce(u, log_targets, *, warm=None, tol: float = 1e-9, capacity: int =
             else:
                 converged[r] = state.ok[r]
         active = np.asarray(still, dtype=np.int64)
-    return BatchedCce(ratings, expl, state.prompt_multipliers(z, p), z[:, capacity:capacity + m],
-                      z[:, capacity + m:], steps, converged & np.isfinite(expl))
+    return BatchedCce(
+        ratings,
+        expl,
+        state.prompt_multipliers(z, p),
+        z[:, capacity : capacity + m],
+        z[:, capacity + m :],
+        steps,
+        converged & np.isfinite(expl),
+    )
 
 
 def _bucket(n: int) -> int:
@@ -137,8 +154,7 @@ class _Replicates:
             group = group.reshape(-1)
         for r in range(b):
             if not shared:
-                _, first, group = np.unique(np.abs(u[r]).reshape(p, -1), axis=0, return_index=True,
-                                            return_inverse=True)
+                _, first, group = np.unique(np.abs(u[r]).reshape(p, -1), axis=0, return_index=True, return_inverse=True)
                 group = group.reshape(-1)
             rows = np.flatnonzero(present[r])
             # the first present prompt of each |u| group present: one multiplier per distinct row
@@ -181,8 +197,8 @@ class _Replicates:
         z = np.zeros((b, self.capacity + 2 * m))
         z[:, : self.capacity] = self._alpha0
         if self.warm is not None:
-            z[:, self.capacity: self.capacity + m] = np.asarray(self.warm[1])
-            z[:, self.capacity + m:] = np.asarray(self.warm[2])
+            z[:, self.capacity : self.capacity + m] = np.asarray(self.warm[1])
+            z[:, self.capacity + m :] = np.asarray(self.warm[2])
         return z
 
     def largest_outside_gap(self, r, gaps) -> float:
@@ -273,8 +289,7 @@ def _replicate_newton(u, log_tp, log_tk, log_tr, work, valid, z, mask, theta, *,
             return ~jnp.all(jnp.isfinite(d)) & (k < 40)
 
         mu0 = (theta * jnp.minimum(res, 1.0) + 1e-16) * scale
-        mu, d, _ = lax.while_loop(not_done, lambda t: (t[0] * 10.0, solve(t[0] * 10.0), t[2] + 1),
-                                  (mu0, solve(mu0), 0))
+        mu, d, _ = lax.while_loop(not_done, lambda t: (t[0] * 10.0, solve(t[0] * 10.0), t[2] + 1), (mu0, solve(mu0), 0))
         d = jnp.where(jnp.all(jnp.isfinite(d)), d, rhs / scale)
         direction = jnp.where(free, d, jnp.where(mask, -z, 0.0))
 
@@ -298,17 +313,28 @@ def _replicate_newton(u, log_tp, log_tk, log_tr, work, valid, z, mask, theta, *,
         fm = jnp.where(free, move, 0.0)
         predicted = -jnp.dot(grad, move) - 0.5 * fm @ h @ fm
         ratio = jnp.where(predicted > 0, (value - v_new) / jnp.where(predicted > 0, predicted, 1.0), 0.0)
-        theta_new = jnp.where((step == 1.0) & (ratio > 0.5), jnp.maximum(theta / 8.0, _THETA_MIN),
-                              jnp.where((step < 1.0) | (ratio < 0.25), jnp.minimum(theta * 4.0, _THETA_MAX), theta))
+        theta_new = jnp.where(
+            (step == 1.0) & (ratio > 0.5),
+            jnp.maximum(theta / 8.0, _THETA_MIN),
+            jnp.where((step < 1.0) | (ratio < 0.25), jnp.minimum(theta * 4.0, _THETA_MAX), theta),
+        )
         grad_new = gradient(x_new)
         res_new = residual(z_new, grad_new)
         keep = lambda new, old: jnp.where(accepted, new, old)  # noqa: E731
-        return (keep(z_new, z), keep(v_new, value), keep(x_new, x), keep(grad_new, grad), keep(res_new, res),
-                keep(theta_new, jnp.minimum(theta * 16.0, _THETA_MAX)), steps + accepted.astype(jnp.int32),
-                ~accepted)
+        return (
+            keep(z_new, z),
+            keep(v_new, value),
+            keep(x_new, x),
+            keep(grad_new, grad),
+            keep(res_new, res),
+            keep(theta_new, jnp.minimum(theta * 16.0, _THETA_MAX)),
+            steps + accepted.astype(jnp.int32),
+            ~accepted,
+        )
 
     z, value, x, grad, res, theta, steps, stalled = lax.while_loop(
-        cond, body, (z, value, x, grad, res, theta, jnp.int32(0), jnp.bool_(False)))
+        cond, body, (z, value, x, grad, res, theta, jnp.int32(0), jnp.bool_(False))
+    )
     # Every prompt's gap (for the working set) and the ratings (eq. 1) at the joint.
     a, current = dual._current_payoffs(g, x)
     p = u.shape[0]
@@ -324,4 +350,5 @@ def _replicate_newton(u, log_tp, log_tk, log_tr, work, valid, z, mask, theta, *,
 def _newton_chunk(u, log_tp, log_tk, log_tr, work, valid, z, mask, theta, *, tol, chunk, shared):
     run = functools.partial(_replicate_newton, tol=tol, chunk=chunk)
     return jax.vmap(run, in_axes=(None if shared else 0,) + (0,) * 8)(
-        u, log_tp, log_tk, log_tr, work, valid, z, mask, theta)
+        u, log_tp, log_tk, log_tr, work, valid, z, mask, theta
+    )

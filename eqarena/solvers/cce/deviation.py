@@ -114,8 +114,10 @@ def _solve_relaxing(solve):
             return solve()
         except _Infeasible:
             if slack == RELAX[-1]:
-                raise RuntimeError("deviation ratings: an LP of the sequence is infeasible even with pinned "
-                                   f"bounds relaxed by {RELAX[-1]:g}") from None
+                raise RuntimeError(
+                    "deviation ratings: an LP of the sequence is infeasible even with pinned "
+                    f"bounds relaxed by {RELAX[-1]:g}"
+                ) from None
             continue
 
 
@@ -134,8 +136,16 @@ class _ScipyLP:
         self.pinned, self.slack = np.full(k, np.nan), 0.0
 
     def __call__(self):
-        res = linprog(self.c, A_ub=self.a_ub.tocsr(), b_ub=self.b_ub, A_eq=self.a_eq, b_eq=self.rhs,
-                      bounds=self.bounds, method="highs", options=_HIGHS)
+        res = linprog(
+            self.c,
+            A_ub=self.a_ub.tocsr(),
+            b_ub=self.b_ub,
+            A_eq=self.a_eq,
+            b_eq=self.rhs,
+            bounds=self.bounds,
+            method="highs",
+            options=_HIGHS,
+        )
         if res.status == 2:
             raise _Infeasible(res.message)
         if res.status != 0:
@@ -168,16 +178,23 @@ class _HighsLP:
         n = matrix.shape[1] - 1  # the v columns (matrix's last column is t)
         rows = matrix.shape[0]
         link = sp.hstack([sp.csr_matrix((k, n)), sp.identity(k), -np.ones((k, 1))], format="csr")
-        body = sp.hstack([matrix[:, :n], sp.vstack([-sp.identity(k), sp.csr_matrix((rows - k, k))]),
-                          sp.csr_matrix((rows, 1))])
+        body = sp.hstack(
+            [matrix[:, :n], sp.vstack([-sp.identity(k), sp.csr_matrix((rows - k, k))]), sp.csr_matrix((rows, 1))]
+        )
         full = sp.vstack([body, link], format="csr")
         lower = np.array([-self.inf if b[0] is None else b[0] for b in bounds[:n]] + [-self.inf] * (k + 1))
         upper = np.array([self.inf if b[1] is None else b[1] for b in bounds[:n]] + [self.inf] * (k + 1))
         h.addVars(n + k + 1, lower, upper)
         h.changeColsCost(1, np.array([n + k], dtype=np.int32), np.array([1.0]))
-        h.addRows(full.shape[0], np.concatenate([np.full(k, -self.inf), rhs, np.full(k, -self.inf)]),
-                  np.concatenate([np.zeros(k), rhs, np.zeros(k)]),
-                  full.nnz, full.indptr[:-1].astype(np.int32), full.indices.astype(np.int32), full.data)
+        h.addRows(
+            full.shape[0],
+            np.concatenate([np.full(k, -self.inf), rhs, np.full(k, -self.inf)]),
+            np.concatenate([np.zeros(k), rhs, np.zeros(k)]),
+            full.nnz,
+            full.indptr[:-1].astype(np.int32),
+            full.indices.astype(np.int32),
+            full.data,
+        )
         self.k, self.n, self.link = k, n, rows
         self.pinned, self.slack = np.full(k, np.nan), 0.0
 
@@ -194,7 +211,7 @@ class _HighsLP:
             raise RuntimeError(f"deviation ratings: LP failed: {self.h.modelStatusToString(status)}")
         sol = self.h.getSolution()
         x = np.asarray(sol.col_value)
-        return float(x[-1]), x[: self.n], -np.asarray(sol.row_dual)[self.link: self.link + self.k]
+        return float(x[-1]), x[: self.n], -np.asarray(sol.row_dual)[self.link : self.link + self.k]
 
     def pin(self, rows, value):
         self.pinned[rows] = value
@@ -214,8 +231,7 @@ def dense_lp(game: NormalFormGame) -> GainLP:
 
     features = dense_features(game.payoffs)  # (prod A, sum A_i)
     size = features.shape[0]
-    return GainLP(sp.csr_matrix(features.T), sp.csr_matrix(np.ones((1, size))), np.ones(1),
-                  [(0.0, None)] * size, size)
+    return GainLP(sp.csr_matrix(features.T), sp.csr_matrix(np.ones((1, size))), np.ones(1), [(0.0, None)] * size, size)
 
 
 def koth_lp(u_king: np.ndarray) -> GainLP:
@@ -236,15 +252,22 @@ def koth_lp(u_king: np.ndarray) -> GainLP:
         return sp.csr_matrix((np.ravel(vals), (np.ravel(rows), np.ravel(cols))), shape=shape)
 
     # gains: P + 2M rows
-    prompt = sp.hstack([sp.csr_matrix((p, oy)), sp.csr_matrix(np.abs(u).reshape(p, ny)),
-                        sp.csr_matrix((p, 2 * nz)), sp.csr_matrix(np.tile([[-1.0, 0.0, 0.0]], (p, 1)))])
+    prompt = sp.hstack(
+        [
+            sp.csr_matrix((p, oy)),
+            sp.csr_matrix(np.abs(u).reshape(p, ny)),
+            sp.csr_matrix((p, 2 * nz)),
+            sp.csr_matrix(np.tile([[-1.0, 0.0, 0.0]], (p, 1))),
+        ]
+    )
     king_rows = np.broadcast_to(np.arange(m)[None, :, None], (p, m, m))  # u(p, i, r) at row i, col z(p, r)
     king_cols = oz + np.broadcast_to((np.arange(p)[:, None, None] * m + np.arange(m)[None, None, :]), (p, m, m))
     king = block(king_rows, king_cols, u, (m, n)) + block(np.arange(m), np.full(m, ov + 1), -np.ones(m), (m, n))
     rebel_rows = np.broadcast_to(np.arange(m)[None, None, :], (p, m, m))  # u_rebel(p, k, j) at row j, col w(p, k)
     rebel_cols = ow + np.broadcast_to((np.arange(p)[:, None, None] * m + np.arange(m)[None, :, None]), (p, m, m))
-    rebel = block(rebel_rows, rebel_cols, u_rebel, (m, n)) + block(np.arange(m), np.full(m, ov + 2), -np.ones(m),
-                                                                   (m, n))
+    rebel = block(rebel_rows, rebel_cols, u_rebel, (m, n)) + block(
+        np.arange(m), np.full(m, ov + 2), -np.ones(m), (m, n)
+    )
     gains = sp.vstack([prompt, king, rebel], format="csr")
 
     # marginal definitions: y(k, r) = sum_p x, z(p, r) = sum_k x, w(p, k) = sum_r x (as marginal - sum = 0)
@@ -254,8 +277,13 @@ def koth_lp(u_king: np.ndarray) -> GainLP:
     rows = np.concatenate([np.ravel(kr), ny + np.ravel(pr), ny + nz + np.ravel(pk)])
     eq_x = block(rows, np.tile(np.ravel(idx), 3), -np.ones(3 * nx), (ny + 2 * nz, n))
     eq_m = sp.hstack([sp.csr_matrix((ny + 2 * nz, nx)), sp.identity(ny + 2 * nz), sp.csr_matrix((ny + 2 * nz, 3))])
-    values = sp.hstack([sp.csr_matrix(np.stack([np.abs(u), u, u_rebel]).reshape(3, nx)),
-                        sp.csr_matrix((3, ny + 2 * nz)), -sp.identity(3)])
+    values = sp.hstack(
+        [
+            sp.csr_matrix(np.stack([np.abs(u), u, u_rebel]).reshape(3, nx)),
+            sp.csr_matrix((3, ny + 2 * nz)),
+            -sp.identity(3),
+        ]
+    )
     simplex = sp.hstack([sp.csr_matrix(np.ones((1, nx))), sp.csr_matrix((1, n - nx))])
     eq = sp.vstack([eq_x + eq_m, values, simplex], format="csr")
     rhs = np.zeros(eq.shape[0])
@@ -264,8 +292,14 @@ def koth_lp(u_king: np.ndarray) -> GainLP:
     return GainLP(gains, eq, rhs, bounds, nx)
 
 
-def deviation(game: Game, target: str | None = None, *, merge_clones: bool = True,
-              dual_tol: float = DUAL_TOL, backend: str = "highspy") -> Equilibrium:
+def deviation(
+    game: Game,
+    target: str | None = None,
+    *,
+    merge_clones: bool = True,
+    dual_tol: float = DUAL_TOL,
+    backend: str = "highspy",
+) -> Equilibrium:
     """Deviation ratings of `game` (module docstring) as an `Equilibrium`: `ratings` are the gains of
     `joint`, a CCE of the last LP attaining them (the joint is not unique; the ratings are), with
     its `marginals`. target: "strictest" or None (the method has no selection target).
@@ -282,8 +316,9 @@ def deviation(game: Game, target: str | None = None, *, merge_clones: bool = Tru
         u = game.u_king
         if merge_clones:
             keys = np.ascontiguousarray(u.reshape(len(u), -1))
-            _, first, inverse, counts = np.unique(keys, axis=0, return_index=True, return_inverse=True,
-                                                  return_counts=True)
+            _, first, inverse, counts = np.unique(
+                keys, axis=0, return_index=True, return_inverse=True, return_counts=True
+            )
             inverse = inverse.reshape(-1)
         else:
             first, inverse, counts = np.arange(len(u)), np.arange(len(u)), np.ones(len(u), dtype=np.int64)
@@ -292,7 +327,7 @@ def deviation(game: Game, target: str | None = None, *, merge_clones: bool = Tru
         m = u.shape[1]
         x = np.clip(sol.variables[: lp.size], 0.0, None).reshape(len(first), m, m)
         joint = x[inverse] / counts[inverse][:, None, None]
-        rated = np.concatenate([sol.ratings[: len(first)][inverse], sol.ratings[len(first):]])
+        rated = np.concatenate([sol.ratings[: len(first)][inverse], sol.ratings[len(first) :]])
     else:
         lp = dense_lp(game)
         sol = lexicographic_minmax(lp, dual_tol=dual_tol, backend=backend)

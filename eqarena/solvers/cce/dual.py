@@ -312,7 +312,9 @@ def koth_logits(g: KothArrays, log_tp, log_tk, log_tr, dev_w, alpha_w, alpha_k, 
     prompt_dev = (alpha_w @ dev_w.reshape(dev_w.shape[0], m * m)).reshape(m, m)
     # logit = log t - (prompt, king and rebel deviation payoffs) + (the payoffs deviated from):
     # per (k, r), per (p, k) and (p, r), and the full-size terms in u and |u|.
-    per_kr = log_tk[:, None] + log_tr[None, :] + alpha_r[:, None] - prompt_dev - xp.sum(alpha_r) * xp.eye(m, dtype=g.u.dtype)
+    per_kr = (
+        log_tk[:, None] + log_tr[None, :] + alpha_r[:, None] - prompt_dev - xp.sum(alpha_r) * xp.eye(m, dtype=g.u.dtype)
+    )
     per_pkr = (rebel_sum + log_tp[:, None, None]) - king_dev
     logits = (g.u * (xp.sum(alpha_k) - xp.sum(alpha_r)) + _abs_u(g) * xp.sum(alpha_w)) + per_pkr + per_kr[None]
     if log_support is not None:

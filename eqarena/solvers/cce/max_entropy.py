@@ -32,9 +32,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from eqarena.solvers.cce import dual
 from eqarena.solvers._precision import float64
 from eqarena.solvers._threads import blas_threads
+from eqarena.solvers.cce import dual
 from eqarena.solvers.games.entropy import affinity_targets
 from eqarena.solvers.games.equilibrium import Equilibrium
 from eqarena.solvers.games.normal_form import Game, KothGame, NormalFormGame
@@ -160,9 +160,7 @@ def _targets(game: Game, target: Target, p: float, kernel_variance: float) -> li
             return [np.full(n, 1.0 / n) for n in sizes]
         if target == "affinity":
             return [np.asarray(t, dtype=np.float64) for t in affinity_targets(game, p, kernel_variance)]
-        raise ValueError(
-            f"target must be 'affinity', 'uniform' or one distribution per player; got {target!r}"
-        )
+        raise ValueError(f"target must be 'affinity', 'uniform' or one distribution per player; got {target!r}")
     if len(target) != len(sizes):
         raise ValueError(f"target: expected {len(sizes)} distributions (one per player); got {len(target)}")
     out = []
@@ -196,7 +194,7 @@ def _log(t: np.ndarray) -> np.ndarray:
 
 
 def _backend(backend: str, size: int) -> str:
-    """"auto": NumPy for small games and on a CPU (its BLAS matrix products, which dominate the Newton
+    """ "auto": NumPy for small games and on a CPU (its BLAS matrix products, which dominate the Newton
     steps of large games, run 2-3x faster than XLA's there: a CCE of 805 x 200 took 102 s under JAX,
     63-68 s in NumPy), JAX on an accelerator."""
     if backend == "auto":
@@ -210,8 +208,7 @@ def _solve_dense(game: NormalFormGame, targets, tol, max_steps, max_rounds, back
     """The dense dual in one Newton solve (`max_rounds` is for the working-set rounds of `_solve_koth`)."""
     features = dual.dense_features(game.payoffs)
     log_t = sum(
-        np.expand_dims(_log(t), tuple(j for j in range(game.num_players) if j != i))
-        for i, t in enumerate(targets)
+        np.expand_dims(_log(t), tuple(j for j in range(game.num_players) if j != i)) for i, t in enumerate(targets)
     ).reshape(-1)
     rows, cols = features.shape
     # Exact facial reduction (see `dual.dense_face`): entries forced to 0 leave the target's support.
@@ -330,7 +327,8 @@ def _solve_koth(game: KothGame, targets, tol, max_steps, max_rounds, backend, st
     converged = False
     res = None
     rounds = 0
-    for rounds in range(1, max_rounds + 1):
+    for _ in range(max_rounds):
+        rounds += 1
         gaps = dev_rows @ moments[0] - moments[1]
         in_work = np.zeros(len(reps), dtype=bool)
         in_work[work] = True

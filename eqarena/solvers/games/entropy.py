@@ -139,8 +139,15 @@ def affinity_targets(
     Memoised by the game's payoffs (their bytes' hash) for the last few games: the methods of one
     rating run ask for the same game's targets in turn (at 805 x 200, 5 s each)."""
     payoffs = np.ascontiguousarray(game.u_king if isinstance(game, KothGame) else game.payoffs)
-    key = (type(game).__name__, payoffs.shape, payoffs.dtype.str, float(p), float(kernel_variance), co_play,
-           hashlib.blake2b(payoffs.view(np.uint8).reshape(-1)).digest())
+    key = (
+        type(game).__name__,
+        payoffs.shape,
+        payoffs.dtype.str,
+        float(p),
+        float(kernel_variance),
+        co_play,
+        hashlib.blake2b(payoffs.view(np.uint8).reshape(-1)).digest(),
+    )
     if key not in _TARGETS_MEMO:
         _TARGETS_MEMO[key] = [affinity_target(game, i, p, kernel_variance, co_play) for i in range(game.num_players)]
         while len(_TARGETS_MEMO) > _TARGETS_MEMO_SIZE:

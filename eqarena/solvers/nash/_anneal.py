@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from eqarena.solvers.nash.logit import koth_values
 from eqarena.solvers.games.normal_form import KothGame, dense_action_values
+from eqarena.solvers.nash.logit import koth_values
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,12 @@ from eqarena.solvers.nash._continuation import ContinuationOptions, predictor_be
 from eqarena.solvers.nash.logit import _CHORD_LOGIT, _NEGLIGIBLE_MASS, _koth_chord_impl, _koth_factor_impl
 
 RUNNING, MAX_STEPS, STEP_UNDERFLOW, LEFT_BRANCH, MAX_LAMBDA = range(5)
-STOP_REASONS = {MAX_STEPS: "max_steps", STEP_UNDERFLOW: "step_underflow", LEFT_BRANCH: "left_branch",
-                MAX_LAMBDA: "max_lambda"}
+STOP_REASONS = {
+    MAX_STEPS: "max_steps",
+    STEP_UNDERFLOW: "step_underflow",
+    LEFT_BRANCH: "left_branch",
+    MAX_LAMBDA: "max_lambda",
+}
 # Counters recorded with every accepted point: steps, rejected steps, factorisations, chord
 # evaluations, arclength (as `_continuation.ContinuationStats`), and attempts run on kept rows only.
 STEPS, REJECTED, FACTORISATIONS, EVALUATIONS, ARCLENGTH, KEPT_ROWS = range(6)
@@ -39,9 +43,20 @@ _COUNTERS = 6
 
 def option_vector(options: ContinuationOptions) -> jnp.ndarray:
     """The options as one float vector (a traced argument)."""
-    return jnp.asarray([options.first_step, options.max_accel, options.max_distance, options.max_contraction,
-                        options.corrector_tol, options.max_corrector, options.min_step, options.max_steps,
-                        options.max_lambda], dtype=jnp.float64)
+    return jnp.asarray(
+        [
+            options.first_step,
+            options.max_accel,
+            options.max_distance,
+            options.max_contraction,
+            options.corrector_tol,
+            options.max_corrector,
+            options.min_step,
+            options.max_steps,
+            options.max_lambda,
+        ],
+        dtype=jnp.float64,
+    )
 
 
 class Lane(NamedTuple):
@@ -74,9 +89,19 @@ def blank_lanes(lanes: int, prompts: int, models: int, record: int) -> Lane:
     its first `run_lanes` / `run_lane` call."""
     n = 2 * models + 3
     per_player = tuple(np.zeros((lanes, record, k)) for k in (prompts, models, models))
-    return Lane(np.zeros((lanes, n)), np.zeros((lanes, n)), np.zeros((lanes, n)), np.zeros(lanes),
-                np.zeros((lanes, _COUNTERS)), np.zeros(lanes, dtype=np.int32), np.zeros(lanes, dtype=np.int32),
-                np.zeros((lanes, record, n)), per_player, per_player, np.zeros((lanes, record, _COUNTERS)))
+    return Lane(
+        np.zeros((lanes, n)),
+        np.zeros((lanes, n)),
+        np.zeros((lanes, n)),
+        np.zeros(lanes),
+        np.zeros((lanes, _COUNTERS)),
+        np.zeros(lanes, dtype=np.int32),
+        np.zeros(lanes, dtype=np.int32),
+        np.zeros((lanes, record, n)),
+        per_player,
+        per_player,
+        np.zeros((lanes, record, _COUNTERS)),
+    )
 
 
 def _start(log_t, u, a, opts, antisymmetric, record):
@@ -87,8 +112,19 @@ def _start(log_t, u, a, opts, antisymmetric, record):
     _, _, tangent, _, _, _ = _koth_factor_impl(z, e_lam, u, a, log_t, antisymmetric, jnp)
     counters = jnp.zeros(_COUNTERS).at[FACTORISATIONS].set(1.0)
     per_player = (jnp.zeros((record, p)), jnp.zeros((record, m)), jnp.zeros((record, m)))
-    return Lane(z, tangent / jnp.linalg.norm(tangent), jnp.zeros_like(z), opts[0], counters, jnp.int32(RUNNING), jnp.int32(0),
-                jnp.zeros((record, 2 * m + 3)), per_player, per_player, jnp.zeros((record, _COUNTERS)))
+    return Lane(
+        z,
+        tangent / jnp.linalg.norm(tangent),
+        jnp.zeros_like(z),
+        opts[0],
+        counters,
+        jnp.int32(RUNNING),
+        jnp.int32(0),
+        jnp.zeros((record, 2 * m + 3)),
+        per_player,
+        per_player,
+        jnp.zeros((record, _COUNTERS)),
+    )
 
 
 class _Corrector(NamedTuple):
@@ -125,7 +161,7 @@ def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
         return *_attempt_on(lane, u, a, log_t, opts, antisymmetric), False
     p, m = u.shape[0], u.shape[1]
     point = _predicted(lane)
-    vp = (a.reshape(p * m, m) @ jnp.exp(point[m: 2 * m])).reshape(p, m) @ jnp.exp(point[:m])
+    vp = (a.reshape(p * m, m) @ jnp.exp(point[m : 2 * m])).reshape(p, m) @ jnp.exp(point[:m])
     logits = log_t[:p] + point[-1] * vp
     alive = logits >= jnp.max(logits) - _CHORD_LOGIT
     count = jnp.sum(alive)
@@ -135,7 +171,8 @@ def _attempt(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
         filled = jnp.arange(size) >= count  # slots past the alive rows: row 0 again, without mass
         log_t_kept = jnp.concatenate([jnp.where(filled, -jnp.inf, log_t[keep]), log_t[p:]])
         accepted, z, tangent, decel, xs, values, evaluations = _attempt_on(
-            lane, u[keep], a[keep], log_t_kept, opts, antisymmetric)
+            lane, u[keep], a[keep], log_t_kept, opts, antisymmetric
+        )
         kept = jnp.where(filled, p, keep)  # out of bounds: dropped by the scatters
         xs = (jnp.zeros(p).at[kept].set(xs[0], mode="drop"), xs[1], xs[2])
         values = (vp.at[kept].set(values[0], mode="drop"), values[1], values[2])
@@ -173,16 +210,30 @@ def _attempt_on(lane: Lane, u, a, log_t, opts, antisymmetric):
         iteration = c.iteration + 1
         rejected = too_far | diverging | (~converged & (iteration >= max_corrector))
         status = jnp.where(too_far | diverging, 2, jnp.where(converged, 1, jnp.where(rejected, 2, 0)))
-        return c._replace(point=jnp.where(too_far | diverging, c.point, moved), iteration=iteration, previous=dist,
-                          decel=decel, status=status)
+        return c._replace(
+            point=jnp.where(too_far | diverging, c.point, moved),
+            iteration=iteration,
+            previous=dist,
+            decel=decel,
+            status=status,
+        )
 
     def correct(c: _Corrector):
         """A chord step from the moved point (only while correcting: no evaluation is wasted), judged."""
         _, chord, xs_c, values_c = _koth_chord_impl(c.point, jac, u, a, log_t, jnp)
         return judge(c._replace(correction=chord, marginals=xs_c, values=values_c, evaluations=c.evaluations + 1))
 
-    start = _Corrector(point, correction, tuple(xs), tuple(values), jnp.int32(0), jnp.float64(0.0),
-                       1.0 / max_accel, jnp.int32(0), jnp.int32(0))
+    start = _Corrector(
+        point,
+        correction,
+        tuple(xs),
+        tuple(values),
+        jnp.int32(0),
+        jnp.float64(0.0),
+        1.0 / max_accel,
+        jnp.int32(0),
+        jnp.int32(0),
+    )
     judged = judge(start)
     first = judged._replace(status=jnp.where(ok, judged.status, 2))
     end = lax.while_loop(lambda c: c.status == 0, correct, first)
@@ -196,7 +247,8 @@ def _step(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     stop = jnp.where(counters[STEPS] >= max_steps, MAX_STEPS, jnp.where(lane.h < min_step, STEP_UNDERFLOW, RUNNING))
     going = stop == RUNNING
     accepted, point, tangent, decel, xs, values, evaluations, kept = _attempt(
-        lane, u, a, log_t, opts, antisymmetric, rows)
+        lane, u, a, log_t, opts, antisymmetric, rows
+    )
     accepted = going & accepted
     rejected = going & ~accepted
     counters = counters.at[FACTORISATIONS].add(going).at[EVALUATIONS].add(jnp.where(going, evaluations, 0))
@@ -207,17 +259,26 @@ def _step(lane: Lane, u, a, log_t, opts, antisymmetric, rows=None):
     z = jnp.where(accepted, point, lane.z)
     bend = jnp.where(accepted, predictor_bend(lane.z, point, tangent, jnp.where(accepted, chord, 1.0)), lane.bend)
     h = jnp.where(accepted, lane.h / jnp.minimum(decel, max_accel), jnp.where(rejected, lane.h / max_accel, lane.h))
-    stop = jnp.where(accepted & (z[-1] < 0.0), LEFT_BRANCH,
-                     jnp.where(accepted & (z[-1] >= max_lambda), MAX_LAMBDA, stop))
+    stop = jnp.where(
+        accepted & (z[-1] < 0.0), LEFT_BRANCH, jnp.where(accepted & (z[-1] >= max_lambda), MAX_LAMBDA, stop)
+    )
     k = lane.count
 
     def put(buffer, value):  # slot k is counted only if the step was accepted; otherwise it is reused
         return buffer.at[k].set(value)
 
     return Lane(
-        z, jnp.where(accepted, tangent, lane.tangent), bend, h, counters, stop.astype(jnp.int32), k + accepted,
-        put(lane.zs, z), tuple(put(b, v) for b, v in zip(lane.marginals, xs)),
-        tuple(put(b, v) for b, v in zip(lane.values, values)), put(lane.at, counters),
+        z,
+        jnp.where(accepted, tangent, lane.tangent),
+        bend,
+        h,
+        counters,
+        stop.astype(jnp.int32),
+        k + accepted,
+        put(lane.zs, z),
+        tuple(put(b, v) for b, v in zip(lane.marginals, xs)),
+        tuple(put(b, v) for b, v in zip(lane.values, values)),
+        put(lane.at, counters),
     )
 
 

@@ -76,7 +76,7 @@ def trace_branch(
         point = z + h * tangent + h * h * bend
         try:
             evaluation = system.factor(point, tangent)
-        except np.linalg.LinAlgError:   # the predictor landed on a singular point: a shorter step misses it
+        except np.linalg.LinAlgError:  # the predictor landed on a singular point: a shorter step misses it
             stats.rejected += 1
             h /= options.max_accel
             continue

@@ -12,9 +12,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from eqarena.solvers.nash.logit import dense_value_blocks, koth_values
 from eqarena.solvers._rows import identical_rows
 from eqarena.solvers.games.normal_form import Game, KothGame, NormalFormGame
+from eqarena.solvers.nash.logit import dense_value_blocks, koth_values
 
 ValuesFn = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
 

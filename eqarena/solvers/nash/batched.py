@@ -22,13 +22,13 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 import jax
 import numpy as np
 
-from eqarena.solvers.nash import _batched_trace as trace
-from eqarena.solvers.nash._continuation import ContinuationOptions
-from eqarena.solvers.nash.logit import is_antisymmetric
-from eqarena.solvers.nash._polish import values_function
 from eqarena.solvers._precision import float64
 from eqarena.solvers.games.normal_form import KothGame
+from eqarena.solvers.nash import _batched_trace as trace
+from eqarena.solvers.nash._continuation import ContinuationOptions
+from eqarena.solvers.nash._polish import values_function
 from eqarena.solvers.nash.limiting_logit import BranchMonitor, deviation_ratings
+from eqarena.solvers.nash.logit import is_antisymmetric
 
 LANES = 16  # games traced side by side
 RECORD = 32  # accepted points per lane and call; the monitor then replays them

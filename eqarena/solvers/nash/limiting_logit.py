@@ -22,15 +22,15 @@ from typing import Literal, Sequence, Union
 
 import numpy as np
 
-from eqarena.solvers.nash._anneal import AnnealOptions, anneal
-from eqarena.solvers.nash._continuation import BranchLimit, ContinuationOptions, trace_branch
-from eqarena.solvers.nash.logit import logit_system
-from eqarena.solvers.nash._polish import branch_supports, polish, project, values_function
 from eqarena.solvers._precision import float64
 from eqarena.solvers._threads import blas_threads
 from eqarena.solvers.games.entropy import DEFAULT_KERNEL_VARIANCE, DEFAULT_P, affinity_targets
 from eqarena.solvers.games.equilibrium import Equilibrium
 from eqarena.solvers.games.normal_form import Game, KothGame, NormalFormGame
+from eqarena.solvers.nash._anneal import AnnealOptions, anneal
+from eqarena.solvers.nash._continuation import BranchLimit, ContinuationOptions, trace_branch
+from eqarena.solvers.nash._polish import branch_supports, polish, project, values_function
+from eqarena.solvers.nash.logit import logit_system
 
 Target = Union[Literal["affinity", "uniform"], Sequence[np.ndarray]]
 
@@ -136,8 +136,9 @@ def _nash(game, target, method, p, kernel_variance, tol, polish_from, backend, r
     )
 
 
-def selection_targets(game: Game, target: Target, p: float = DEFAULT_P,
-                      kernel_variance: float = DEFAULT_KERNEL_VARIANCE) -> list[np.ndarray]:
+def selection_targets(
+    game: Game, target: Target, p: float = DEFAULT_P, kernel_variance: float = DEFAULT_KERNEL_VARIANCE
+) -> list[np.ndarray]:
     """The strictly positive start of the branch `nash` traces for `target` (one array per player)."""
     return _resolve_targets(game, target, p, kernel_variance)[0]
 
@@ -205,8 +206,14 @@ def _branch_with_retraces(game, targets, tol, polish_from, backend, options: Con
     best, history = None, []
     for _ in range(retraces + 1):
         xs, info = _branch(game, system, log_targets, tol, polish_from, backend, options)
-        history.append({"max_distance": options.max_distance, "steps": info["steps"],
-                        "stop_reason": info["stop_reason"], "exploitability": info["exploitability"]})
+        history.append(
+            {
+                "max_distance": options.max_distance,
+                "steps": info["steps"],
+                "stop_reason": info["stop_reason"],
+                "exploitability": info["exploitability"],
+            }
+        )
         if best is None or info["exploitability"] < best[1]["exploitability"]:
             best = (xs, info)
         if info["exploitability"] <= tol:
@@ -224,8 +231,9 @@ def _branch_with_retraces(game, targets, tol, polish_from, backend, options: Con
     return xs, info
 
 
-def _branch(game: Game, system, log_targets, tol: float, polish_from: float, backend: str,
-            options: ContinuationOptions):
+def _branch(
+    game: Game, system, log_targets, tol: float, polish_from: float, backend: str, options: ContinuationOptions
+):
     end = BranchMonitor(game, tol, polish_from)
     z, stats = trace_branch(system, system.start(log_targets), end.monitor, options)
     xs, info = end.result([np.exp(t) for t in log_targets], stats.stop_reason)
@@ -341,8 +349,11 @@ class BranchMonitor:
 
     def result(self, targets, stop_reason: str):
         """(end point, diagnostics). After a trace that left the branch, its last point (for a retrace)."""
-        info = {"lambda": self.lam, "branch_exploitability": self.expl,
-                "temperature": 1.0 / self.lam if self.lam > 0 else None}
+        info = {
+            "lambda": self.lam,
+            "branch_exploitability": self.expl,
+            "temperature": 1.0 / self.lam if self.lam > 0 else None,
+        }
         if self.isolated is not None:
             xs = self.isolated
             info.update(limit="isolated", polished=True, polish_distance=_distance(xs, self.xs))
@@ -378,8 +389,12 @@ class BranchMonitor:
         else:
             how = "trace_stopped"
         change = self.limit.change
-        info = {"limit": how, "polished": polished, "limit_distance": distance,
-                "limit_change": change if np.isfinite(change) else None}
+        info = {
+            "limit": how,
+            "polished": polished,
+            "limit_distance": distance,
+            "limit_change": change if np.isfinite(change) else None,
+        }
         if polished:
             info["polish_distance"] = _distance(xs, self.xs)
         return xs, info

@@ -245,7 +245,9 @@ def _koth_factor_impl(r, row, u, a, log_t, antisymmetric, xnp=jnp, prune: bool =
     else:
         u_k, a_k = xnp.einsum("pij,i->pj", u, xk), xnp.einsum("pij,i->pj", a, xk)
     # d logit_p / d r for r = (y_k, y_r, c_k, c_r, lambda), then d x_p / d r through the softmax.
-    d_logit = xnp.concatenate([lam * a_r * xk[None, :], lam * a_k * xr[None, :], xnp.zeros((q, 2)), vp[:, None]], axis=1)
+    d_logit = xnp.concatenate(
+        [lam * a_r * xk[None, :], lam * a_k * xr[None, :], xnp.zeros((q, 2)), vp[:, None]], axis=1
+    )
     d_xp = xp[:, None] * (d_logit - xp @ d_logit)
     eye = xnp.eye(m)
     zm, one_m = xnp.zeros((m, 1)), xnp.ones((m, 1))
@@ -288,9 +290,7 @@ class KothLogitSystem(LogitSystem):
     models' log-probabilities.
     """
 
-    def __init__(
-        self, game: KothGame, log_targets: Sequence[np.ndarray], backend: str = "numpy", prune: bool = True
-    ):
+    def __init__(self, game: KothGame, log_targets: Sequence[np.ndarray], backend: str = "numpy", prune: bool = True):
         p, m, _ = game.num_actions
         self.prune = prune
         super().__init__((m, m))

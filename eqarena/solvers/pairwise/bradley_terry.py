@@ -250,7 +250,8 @@ def _fit(games, wins, regularization, tol, max_iter, strict=True):
     ones = np.ones(m) / np.sqrt(m)
     projector = np.eye(m) - np.outer(ones, ones)  # keeps sum(theta) = 0 (the free direction)
     steps = 0
-    for steps in range(1, max_iter + 1):
+    for _ in range(max_iter):
+        steps += 1
         d = theta[:, :, None] - theta[:, None, :]
         p = 1.0 / (1.0 + np.exp(-d))
         grad = np.sum(s - g * p, axis=2) - regularization * theta
@@ -287,8 +288,12 @@ def tensor_battles(u_king) -> dict[str, np.ndarray]:
     u = np.asarray(u_king, dtype=np.float64)
     p, m = u.shape[0], u.shape[1]
     i, j = np.triu_indices(m, k=1)
-    return {"prompt": np.repeat(np.arange(p), len(i)), "model_a": np.tile(i, p), "model_b": np.tile(j, p),
-            "score": np.clip(u[:, i, j].reshape(-1), -1.0, 1.0)}
+    return {
+        "prompt": np.repeat(np.arange(p), len(i)),
+        "model_a": np.tile(i, p),
+        "model_b": np.tile(j, p),
+        "score": np.clip(u[:, i, j].reshape(-1), -1.0, 1.0),
+    }
 
 
 def fit_bradley_terry(u_king, battles: Battles | None, bootstrap: int = 0, seed: int = 0) -> ModelFit:
@@ -314,12 +319,20 @@ def fit_bradley_terry(u_king, battles: Battles | None, bootstrap: int = 0, seed:
     if by_prompts:
         samples = prompt_bootstrap(u, bootstrap, seed, regularization)
         ci_lo, ci_hi = rating_interval(samples, elo.ratings, 0.95)
-    diagnostics = {"battles": int(elo.num_battles), "iterations": int(elo.iterations),
-                   "regularization": regularization, "bootstrap": bootstrap,
-                   "confidence": 0.95 if by_prompts else float(elo.confidence),
-                   "resampled": "prompts" if by_prompts else "battles"}
-    return ModelFit(np.asarray(elo.ratings), None if ci_lo is None else np.asarray(ci_lo),
-                    None if ci_hi is None else np.asarray(ci_hi), diagnostics)
+    diagnostics = {
+        "battles": int(elo.num_battles),
+        "iterations": int(elo.iterations),
+        "regularization": regularization,
+        "bootstrap": bootstrap,
+        "confidence": 0.95 if by_prompts else float(elo.confidence),
+        "resampled": "prompts" if by_prompts else "battles",
+    }
+    return ModelFit(
+        np.asarray(elo.ratings),
+        None if ci_lo is None else np.asarray(ci_lo),
+        None if ci_hi is None else np.asarray(ci_hi),
+        diagnostics,
+    )
 
 
 def prompt_bootstrap(u_king, bootstrap: int, seed: int = 0, regularization: float = 0.0) -> np.ndarray:

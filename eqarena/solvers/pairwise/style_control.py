@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from eqarena.methods import Battles, ModelFit
+from eqarena.solvers.bootstrap.intervals import rating_interval
 from eqarena.solvers.pairwise.bradley_terry import (
     ELO_ANCHOR,
     ELO_SCALE,
@@ -20,7 +21,6 @@ from eqarena.solvers.pairwise.bradley_terry import (
     _check_identifiable,
     score_to_outcome,
 )
-from eqarena.solvers.bootstrap.intervals import rating_interval
 from eqarena.solvers.pairwise.style_features import FEATURES
 
 CONFIDENCE = 0.95
@@ -38,8 +38,17 @@ def standardise(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, varies
 
 
-def fit_logistic_bt(a, b, outcome, z, num_models: int, regularization: float = 0.0, weights=None,
-                    tol: float = 1e-10, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray, int]:
+def fit_logistic_bt(
+    a,
+    b,
+    outcome,
+    z,
+    num_models: int,
+    regularization: float = 0.0,
+    weights=None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Maximum likelihood (theta (M,) with mean 0, beta (F,), Newton steps) of P(a beats b) =
     sigmoid(theta_a - theta_b + beta . z) for soft outcomes in [0, 1]; `regularization`: L2 on theta."""
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
@@ -56,7 +65,9 @@ def fit_logistic_bt(a, b, outcome, z, num_models: int, regularization: float = 0
     penalty = np.zeros(m + f)
     penalty[:m] = regularization
     params = np.zeros(m + f)
-    for step in range(1, max_iter + 1):
+    step = 0
+    for _ in range(max_iter):
+        step += 1
         p = 1.0 / (1.0 + np.exp(-(x @ params)))
         grad = x.T @ (w * (o - p)) - penalty * params
         info = (x * (w * p * (1.0 - p))[:, None]).T @ x + np.diag(penalty)
@@ -109,8 +120,13 @@ def fit_style_bradley_terry(u_king, battles: Battles | None, bootstrap: int = 0,
         lo, hi = rating_interval(np.stack(samples), ratings, CONFIDENCE)
     coefficients = np.zeros(len(FEATURES))
     coefficients[varies] = beta
-    diagnostics = {"battles": int(len(a)), "battles_without_text": int(np.sum(~known)), "iterations": steps,
-                   "regularization": regularization, "bootstrap": bootstrap,
-                   "confidence": CONFIDENCE if lo is not None else 0.0}
+    diagnostics = {
+        "battles": int(len(a)),
+        "battles_without_text": int(np.sum(~known)),
+        "iterations": steps,
+        "regularization": regularization,
+        "bootstrap": bootstrap,
+        "confidence": CONFIDENCE if lo is not None else 0.0,
+    }
     diagnostics.update({f"style_{name}": float(c) for name, c in zip(FEATURES, coefficients)})
     return ModelFit(ratings, lo, hi, diagnostics)

@@ -30,8 +30,15 @@ _BOLD = (re.compile(r"\*\*[^*\n]+\*\*"), re.compile(r"__[^_\n]+__"))
 def style_counts(text: str) -> np.ndarray:
     """(tokens, headers, list items, bold spans) of one answer."""
     plain = _CODE.sub("", text)
-    return np.array([len(_TOKEN.findall(text)), len(_HEADER.findall(plain)), len(_LIST.findall(plain)),
-                     sum(len(p.findall(plain)) for p in _BOLD)], dtype=np.float64)
+    return np.array(
+        [
+            len(_TOKEN.findall(text)),
+            len(_HEADER.findall(plain)),
+            len(_LIST.findall(plain)),
+            sum(len(p.findall(plain)) for p in _BOLD),
+        ],
+        dtype=np.float64,
+    )
 
 
 def style_difference(counts_a: np.ndarray, counts_b: np.ndarray) -> np.ndarray:
@@ -46,8 +53,12 @@ def style_difference(counts_a: np.ndarray, counts_b: np.ndarray) -> np.ndarray:
     return out
 
 
-def battle_style_features(battles: Mapping[str, np.ndarray], prompts: Sequence[str], models: Sequence[str],
-                          texts: Mapping[tuple[str, str], str]) -> np.ndarray:
+def battle_style_features(
+    battles: Mapping[str, np.ndarray],
+    prompts: Sequence[str],
+    models: Sequence[str],
+    texts: Mapping[tuple[str, str], str],
+) -> np.ndarray:
     """(K, 4) style differences of each judgment's answers (model_a's minus model_b's), from `texts`
     {(prompt_id, model_id): answer}; a row is NaN where either answer's text is missing."""
     p, m = len(prompts), len(models)

@@ -29,8 +29,9 @@ CONFIDENCE = 0.95
 def most_compared(battles: Battles, num_models: int) -> int:
     """The model in the most judgments (an arena-hard-auto import's baseline: it is in every one);
     ties go to the lowest index."""
-    counts = np.bincount(np.asarray(battles["model_a"]), minlength=num_models) \
-        + np.bincount(np.asarray(battles["model_b"]), minlength=num_models)
+    counts = np.bincount(np.asarray(battles["model_a"]), minlength=num_models) + np.bincount(
+        np.asarray(battles["model_b"]), minlength=num_models
+    )
     return int(np.argmax(counts))
 
 
@@ -84,8 +85,12 @@ def fit_win_rate(u_king, battles: Battles | None, bootstrap: int = 0, seed: int 
         # a replicate without a model's games says nothing about it: fill with the full-data rate
         samples = np.where(np.isnan(samples), rates[None], samples)
         lo, hi = rating_interval(samples, rates, CONFIDENCE)
-    diagnostics = {"baseline_index": baseline, "games": int(len(games["score"])),
-                   "strong_weight": STRONG_WEIGHT, "bootstrap": bootstrap,
-                   "confidence": CONFIDENCE if lo is not None else 0.0,
-                   "models_without_games": int(np.sum(np.isnan(rates)))}
+    diagnostics = {
+        "baseline_index": baseline,
+        "games": int(len(games["score"])),
+        "strong_weight": STRONG_WEIGHT,
+        "bootstrap": bootstrap,
+        "confidence": CONFIDENCE if lo is not None else 0.0,
+        "models_without_games": int(np.sum(np.isnan(rates))),
+    }
     return ModelFit(rates, lo, hi, diagnostics)

@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eqarena.solvers.games.normal_form import KING, PROMPT, REBEL, koth_game
-from eqarena.solvers.sparse.imputation import impute_payoffs
 from eqarena.solvers.nash.limiting_logit import nash
+from eqarena.solvers.sparse.imputation import impute_payoffs
 
 Requests = np.ndarray  # (K, 3) int: prompt, model shown as A, model shown as B
 Judge = Callable[[Requests], np.ndarray]  # scores (K,) for model A in [-1, 1], NaN for a failed call
@@ -100,9 +100,9 @@ class Rating:
     """One round's NE (affinity target) on the imputed tensor: masses and ratings per player, and the
     global Bradley-Terry prediction (M, M) that an unjudged prompt's cells are imputed towards."""
 
-    u_king: np.ndarray          # (P, M, M), imputed
-    imputed: np.ndarray         # (P, M, M) bool
-    masses: list[np.ndarray]    # [prompt (P,), king (M,), rebel (M,)]
+    u_king: np.ndarray  # (P, M, M), imputed
+    imputed: np.ndarray  # (P, M, M) bool
+    masses: list[np.ndarray]  # [prompt (P,), king (M,), rebel (M,)]
     ratings: list[np.ndarray]
     global_prediction: np.ndarray
 
@@ -119,8 +119,13 @@ def rate(stats: CellStats) -> Rating:
         filled, imputed = np.asarray(result.u_king, float), np.asarray(result.imputed, bool)
         beta = np.asarray(result.strengths, float)
     eq = nash(koth_game(filled), target="affinity")
-    return Rating(filled, imputed, [np.asarray(m, float) for m in eq.marginals],
-                  [np.asarray(r, float) for r in eq.ratings], np.tanh((beta[:, None] - beta[None, :]) / 2))
+    return Rating(
+        filled,
+        imputed,
+        [np.asarray(m, float) for m in eq.marginals],
+        [np.asarray(r, float) for r in eq.ratings],
+        np.tanh((beta[:, None] - beta[None, :]) / 2),
+    )
 
 
 def imputation_sd(stats: CellStats, rating: Rating, pseudo_cells: float = 5.0) -> np.ndarray:
@@ -138,7 +143,7 @@ def cell_sd(stats: CellStats, rating: Rating, prior_variance: float) -> np.ndarr
     n = stats.n + stats.n.transpose(0, 2, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = stats.s / stats.n
-        dev = np.nan_to_num(stats.ss - stats.n * mean ** 2)
+        dev = np.nan_to_num(stats.ss - stats.n * mean**2)
     dev = dev + dev.transpose(0, 2, 1)
     var = (prior_variance + np.maximum(dev, 0.0)) / (1 + np.maximum(n - 1, 0))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -197,9 +202,10 @@ def tie_probabilities(full: np.ndarray, replicates: np.ndarray, indifference: fl
     return (np.abs(replicates[:, order[:-1]] - replicates[:, order[1:]]) <= indifference).mean(axis=0)
 
 
-def stop_reason(probabilities: np.ndarray, calls: int, max_calls: int | None, threshold: float,
-                ties: np.ndarray | None = None) -> str | None:
-    """"confident" when every adjacent pair is settled with probability >= threshold: ordered as in the
+def stop_reason(
+    probabilities: np.ndarray, calls: int, max_calls: int | None, threshold: float, ties: np.ndarray | None = None
+) -> str | None:
+    """ "confident" when every adjacent pair is settled with probability >= threshold: ordered as in the
     full-data ranking (`probabilities`) or, with `ties`, within the indifference zone (`tie_probabilities`);
     "budget" when `calls` reached `max_calls`; else None (confidence wins when both hold)."""
     settled = probabilities >= threshold
@@ -236,12 +242,12 @@ def support_relevance(rating: Rating, sd: np.ndarray) -> np.ndarray:
     Weight of prompt p: exp(-(r_p / s_p)^2 / 2), the chance its true rating is at the support's level."""
     xk, xr = rating.masses[KING], rating.masses[REBEL]
     w = xk[:, None] * xr[None, :]
-    w = w + w.T                                            # unordered cell (i, j)
+    w = w + w.T  # unordered cell (i, j)
     upper = np.triu(w, 1)
-    s = np.sqrt(np.einsum("ij,pij->p", upper ** 2, sd ** 2) + prompt_effect_variance(rating))
+    s = np.sqrt(np.einsum("ij,pij->p", upper**2, sd**2) + prompt_effect_variance(rating))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(s > 0, rating.ratings[PROMPT] / s, np.where(rating.ratings[PROMPT] < -1e-9, -np.inf, 0.0))
-    weight = np.exp(-0.5 * z ** 2)
+    weight = np.exp(-0.5 * z**2)
     out = weight[:, None, None] * w[None]
     total = out.sum()
     return out / total if total > 0 else out
@@ -256,7 +262,7 @@ def prompt_effect_variance(rating: Rating) -> np.ndarray:
     variance in proportion to the share of its payoff weight on imputed cells."""
     xk, xr = rating.masses[KING], rating.masses[REBEL]
     d = xk[:, None] * xr[None, :]
-    d = np.triu(d - d.T, 1)                               # d payoff / d u(p, i, j), i < j
+    d = np.triu(d - d.T, 1)  # d payoff / d u(p, i, j), i < j
     weight = np.abs(d)
     share = np.einsum("ij,pij->p", weight, rating.imputed) / max(weight.sum(), 1e-300)
     payoff = np.einsum("ij,pij->p", d, rating.u_king)
@@ -264,7 +270,7 @@ def prompt_effect_variance(rating: Rating) -> np.ndarray:
     if judged.sum() < 2:
         return np.zeros(len(share))
     residual = payoff[judged] - float(np.sum(d * rating.global_prediction))
-    return share * float(np.mean(residual ** 2))
+    return share * float(np.mean(residual**2))
 
 
 def rebel_relevance(prompt_masses: np.ndarray, king_masses: np.ndarray) -> np.ndarray:
@@ -275,25 +281,41 @@ def rebel_relevance(prompt_masses: np.ndarray, king_masses: np.ndarray) -> np.nd
     return out / max(out.sum(), 1e-300)
 
 
-def cell_priority(rating: Rating, replicates: Replicates, sd: np.ndarray, need: np.ndarray,
-                  temperature: float = 0.05, discovery: float = 3.0, rebel_check: float = 1.0) -> np.ndarray:
+def cell_priority(
+    rating: Rating,
+    replicates: Replicates,
+    sd: np.ndarray,
+    need: np.ndarray,
+    temperature: float = 0.05,
+    discovery: float = 3.0,
+    rebel_check: float = 1.0,
+) -> np.ndarray:
     """(P, M, M) priority of each unordered cell, upper triangle (i < j) only (module docstring)."""
-    xp = np.vstack([_softened(rating.masses[PROMPT], rating.ratings[PROMPT], temperature)[None],
-                    replicates.prompt_masses])
-    xr = np.vstack([_softened(rating.masses[REBEL], rating.ratings[REBEL], temperature)[None],
-                    replicates.rebel_masses])
+    xp = np.vstack(
+        [_softened(rating.masses[PROMPT], rating.ratings[PROMPT], temperature)[None], replicates.prompt_masses]
+    )
+    xr = np.vstack([_softened(rating.masses[REBEL], rating.ratings[REBEL], temperature)[None], replicates.rebel_masses])
     xk = np.vstack([rating.masses[KING][None], replicates.king_masses])
-    pair = xr[:, None, :] * need[None, :, None]           # [b, i, j] = x_rebel_b[j] need_i
+    pair = xr[:, None, :] * need[None, :, None]  # [b, i, j] = x_rebel_b[j] need_i
     pair = pair + pair.transpose(0, 2, 1)
     M = len(need)
     relevance = np.einsum("bp,bij->pij", xp, pair) / len(xp)
-    relevance = (relevance / max(relevance.sum(), 1e-300) + rebel_check * rebel_relevance(xp, xk)
-                 + discovery * support_relevance(rating, sd))
+    relevance = (
+        relevance / max(relevance.sum(), 1e-300)
+        + rebel_check * rebel_relevance(xp, xk)
+        + discovery * support_relevance(rating, sd)
+    )
     return relevance * sd * np.triu(np.ones((M, M)), 1)[None]
 
 
-def select_cells(priority: np.ndarray, stats: CellStats, batch: int, rng: np.random.Generator,
-                 max_samples_per_order: int | None = None, explore: float = 0.0) -> np.ndarray:
+def select_cells(
+    priority: np.ndarray,
+    stats: CellStats,
+    batch: int,
+    rng: np.random.Generator,
+    max_samples_per_order: int | None = None,
+    explore: float = 0.0,
+) -> np.ndarray:
     """(K, 3) unordered cells (p, i, j), i < j, K <= batch: a share `explore` drawn uniformly at random,
     the rest highest priority first (seeded tie-breaks)."""
     P, M, _ = priority.shape
@@ -306,7 +328,7 @@ def select_cells(priority: np.ndarray, stats: CellStats, batch: int, rng: np.ran
     idx = idx[rng.permutation(len(idx))]
     explored = int(round(explore * min(batch, len(idx))))
     rest = idx[explored:]
-    best = rest[np.argsort(-priority.ravel()[rest], kind="stable")[:batch - explored]]
+    best = rest[np.argsort(-priority.ravel()[rest], kind="stable")[: batch - explored]]
     chosen = np.concatenate([idx[:explored], best])
     return np.stack(np.unravel_index(chosen, priority.shape), axis=1)
 
@@ -318,8 +340,9 @@ def both_orders(cells: np.ndarray) -> Requests:
 
 def initial_design(num_prompts: int, num_models: int, prompts: int, seed: int) -> np.ndarray:
     """(K, 3) every model pair on `prompts` prompts drawn without replacement (seeded)."""
-    chosen = np.sort(np.random.default_rng([seed, 0]).choice(num_prompts, size=min(prompts, num_prompts),
-                                                             replace=False))
+    chosen = np.sort(
+        np.random.default_rng([seed, 0]).choice(num_prompts, size=min(prompts, num_prompts), replace=False)
+    )
     i, j = np.triu_indices(num_models, 1)
     return np.array([(p, a, b) for p in chosen for a, b in zip(i, j)], dtype=int)
 
@@ -336,12 +359,26 @@ class AdaptiveResult:
     stopped_by: str | None = None
 
 
-def adaptive_judging(judge: Judge, num_prompts: int, num_models: int, *, max_calls: int | None = None,
-                     batch_calls: int = 200, stop_probability: float = 0.95, indifference: float = 0.02,
-                     initial_prompts: int = 5, explore: float = 0.1, discovery: float = 3.0,
-                     replicates: int = 30, prior_variance: float = 0.5, max_samples_per_order: int | None = None,
-                     strategy: str = "adaptive", seed: int = 0, initial: CellStats | None = None,
-                     on_round: Callable[[AdaptiveResult], None] | None = None) -> AdaptiveResult:
+def adaptive_judging(
+    judge: Judge,
+    num_prompts: int,
+    num_models: int,
+    *,
+    max_calls: int | None = None,
+    batch_calls: int = 200,
+    stop_probability: float = 0.95,
+    indifference: float = 0.02,
+    initial_prompts: int = 5,
+    explore: float = 0.1,
+    discovery: float = 3.0,
+    replicates: int = 30,
+    prior_variance: float = 0.5,
+    max_samples_per_order: int | None = None,
+    strategy: str = "adaptive",
+    seed: int = 0,
+    initial: CellStats | None = None,
+    on_round: Callable[[AdaptiveResult], None] | None = None,
+) -> AdaptiveResult:
     """Judge adaptively (module docstring) through `judge`; `strategy="uniform"` picks uniformly among
     the allowed cells instead (the baseline). Each chosen cell costs 2 calls (both orders). `initial`:
     judgments held already (not counted as calls); when it has any, the random design is skipped."""
@@ -381,6 +418,7 @@ def adaptive_judging(judge: Judge, num_prompts: int, num_models: int, *, max_cal
         if strategy == "uniform":
             priority = np.ones_like(sd)
         else:
-            priority = cell_priority(rating, reps, sd, model_need(rating.ratings[KING], np.maximum(probs, ties), 0.05),
-                                     discovery=discovery)
+            priority = cell_priority(
+                rating, reps, sd, model_need(rating.ratings[KING], np.maximum(probs, ties), 0.05), discovery=discovery
+            )
         cells = select_cells(priority, stats, k, rng, max_samples_per_order, 0.0 if strategy == "uniform" else explore)

@@ -87,18 +87,27 @@ class GroupCells:
         self.g, rest = np.divmod(self.keys, m * m)
         self.i, self.j = np.divmod(rest, m)
 
-    def fit(self, battle_weights: np.ndarray | None = None, *, shrinkage: float | str = "auto",
-            start: ShrunkStrengths | None = None) -> GroupGame:
+    def fit(
+        self,
+        battle_weights: np.ndarray | None = None,
+        *,
+        shrinkage: float | str = "auto",
+        start: ShrunkStrengths | None = None,
+    ) -> GroupGame:
         """The group game of the battles, each counted `battle_weights[k]` times (default once)."""
         bt = self.battles
-        w = np.ones(len(bt.member_battle)) if battle_weights is None else \
-            np.asarray(battle_weights, dtype=np.float64)[bt.member_battle]
+        w = (
+            np.ones(len(bt.member_battle))
+            if battle_weights is None
+            else np.asarray(battle_weights, dtype=np.float64)[bt.member_battle]
+        )
         n = np.bincount(self.cell_of, weights=w, minlength=len(self.keys))
         wins = np.bincount(self.cell_of, weights=w * self.y_low, minlength=len(self.keys))
         kept = n > 0
         g, i, j = self.g[kept], self.i[kept], self.j[kept]
-        strengths = fit_shrunk_strengths(g, i, j, wins[kept] / n[kept], n[kept], bt.num_groups, bt.num_models,
-                                         shrinkage=shrinkage, start=start)
+        strengths = fit_shrunk_strengths(
+            g, i, j, wins[kept] / n[kept], n[kept], bt.num_groups, bt.num_models, shrinkage=shrinkage, start=start
+        )
         theta = strengths.prompt_strengths
         upper = np.triu(np.ones((bt.num_models,) * 2, dtype=bool), k=1)[None]
         u = np.where(upper, np.tanh((theta[:, :, None] - theta[:, None, :]) / 2.0), 0.0)

@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from eqarena.exceptions import EqarenaError
+
 # Fixed penalty on the prompt deviations delta used by shrinkage="auto" on inputs too small to
 # cross-validate (and the default before "auto"): the minimiser of the held-out RMSE of hidden cells of
 # synthetic_king_tensor games (8 verdicts per cell, prompt_noise 1; 100 x 8 and 500 x 17, 30% hidden)
@@ -76,7 +78,7 @@ class ImputedTensor(NamedTuple):
     shrinkage: float
 
 
-class ImputationError(ValueError):
+class ImputationError(EqarenaError, ValueError):
     """The covered cells do not determine every model's strength relative to the others."""
 
 
@@ -216,14 +218,31 @@ class ShrunkStrengths(NamedTuple):
     shrinkage: float
 
 
-def fit_shrunk_strengths(p, i, j, y, w, num_prompts: int, num_models: int, *, shrinkage: float | str = "auto",
-                         start: ShrunkStrengths | None = None) -> ShrunkStrengths:
+def fit_shrunk_strengths(
+    p,
+    i,
+    j,
+    y,
+    w,
+    num_prompts: int,
+    num_models: int,
+    *,
+    shrinkage: float | str = "auto",
+    start: ShrunkStrengths | None = None,
+) -> ShrunkStrengths:
     """The model of this module fitted to weighted soft labels: cell k is prompt (or group) p[k], models
     i[k] < j[k], label y[k] = P(i beats j) in [0, 1], weight w[k] > 0 (e.g. its battles; the loss is the
     weighted soft-label logistic loss). shrinkage as in `impute_payoffs` ("auto": cross-validated over the
     cells). start: a nearby fit to start Newton's method from (same shrinkage)."""
-    cells = _Cells(int(num_prompts), int(num_models), np.asarray(p, dtype=np.int64), np.asarray(i, dtype=np.int64),
-                   np.asarray(j, dtype=np.int64), np.asarray(y, dtype=np.float64), np.asarray(w, dtype=np.float64))
+    cells = _Cells(
+        int(num_prompts),
+        int(num_models),
+        np.asarray(p, dtype=np.int64),
+        np.asarray(i, dtype=np.int64),
+        np.asarray(j, dtype=np.int64),
+        np.asarray(y, dtype=np.float64),
+        np.asarray(w, dtype=np.float64),
+    )
     lam = _cross_validate(cells) if isinstance(shrinkage, str) else float(shrinkage)
     warm = None if start is None else (start.strengths, start.prompt_strengths - start.strengths[None, :])
     beta, delta = _fit(cells, lam, warm)

@@ -23,10 +23,14 @@ def imputed_shares(imputed: np.ndarray, marginals: tuple[np.ndarray, ...], joint
     w = np.asarray(imputed, dtype=np.float64)
     if joint is None:
         prompt, king, rebel = (np.asarray(m, dtype=np.float64) for m in marginals)
-        return (np.einsum("pij,i,j->p", w, king, rebel),
-                np.einsum("pij,p,j->i", w, prompt, rebel),
-                np.einsum("pij,p,i->j", w, prompt, king))
+        return (
+            np.einsum("pij,i,j->p", w, king, rebel),
+            np.einsum("pij,p,j->i", w, prompt, rebel),
+            np.einsum("pij,p,i->j", w, prompt, king),
+        )
     x = np.asarray(joint, dtype=np.float64)
-    return (np.einsum("pij,ij->p", w, x.sum(axis=0)),
-            np.einsum("pij,pj->i", w, x.sum(axis=1)),
-            np.einsum("pij,pi->j", w, x.sum(axis=2)))
+    return (
+        np.einsum("pij,ij->p", w, x.sum(axis=0)),
+        np.einsum("pij,pj->i", w, x.sum(axis=1)),
+        np.einsum("pij,pi->j", w, x.sum(axis=2)),
+    )

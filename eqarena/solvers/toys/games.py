@@ -82,8 +82,9 @@ def synthetic_king_tensor(
     return upper - np.swapaxes(upper, 1, 2)
 
 
-def simulated_battles(u: np.ndarray, per_order: int,
-                      rng: np.random.Generator) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def simulated_battles(
+    u: np.ndarray, per_order: int, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """A noisy judge of u_king (P, M, M): `per_order` verdicts per ordered cell (p, a shown as A, b as B),
     +1 with probability (1 + u[p, a, b]) / 2, else -1. Returns the position-balanced tensor they give
     (expected value u) and the battles in `warehouse.tensor.read_battles` layout (prompt, model_a,

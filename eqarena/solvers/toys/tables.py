@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eqarena.solvers.cce.max_entropy import cce
 from eqarena.solvers.cce.deviation import deviation
+from eqarena.solvers.cce.max_entropy import cce
 from eqarena.solvers.games.normal_form import NormalFormGame
 from eqarena.solvers.nash.limiting_logit import nash
 from eqarena.solvers.toys.games import chicken, rps
@@ -45,8 +45,8 @@ class ToyRow:
     cloned: bool
     method: str
     actions: tuple[str, ...]
-    mass: np.ndarray      # the row player's marginal
-    rating: np.ndarray    # the row player's deviation gains (paper eq. 1)
+    mass: np.ndarray  # the row player's marginal
+    rating: np.ndarray  # the row player's deviation gains (paper eq. 1)
     exploitability: float
 
 
@@ -63,10 +63,22 @@ class CloneCheck:
 
 def toy_games() -> tuple[ToyGame, ...]:
     return (
-        ToyGame("rock-paper-scissors", ("Rock", "Paper", "Scissors"), rps(),
-                ("Rock", "Rock (clone)", "Paper", "Scissors"), rps(clone_rock=True), (0, 0, 1, 2)),
-        ToyGame("chicken", ("Swerve", "Straight"), chicken(),
-                ("Swerve", "Straight", "Straight (clone)"), chicken(clone_straight=True), (0, 1, 1)),
+        ToyGame(
+            "rock-paper-scissors",
+            ("Rock", "Paper", "Scissors"),
+            rps(),
+            ("Rock", "Rock (clone)", "Paper", "Scissors"),
+            rps(clone_rock=True),
+            (0, 0, 1, 2),
+        ),
+        ToyGame(
+            "chicken",
+            ("Swerve", "Straight"),
+            chicken(),
+            ("Swerve", "Straight", "Straight (clone)"),
+            chicken(clone_straight=True),
+            (0, 1, 1),
+        ),
     )
 
 
@@ -76,10 +88,20 @@ def toy_tables() -> tuple[list[ToyRow], list[CloneCheck]]:
     for toy in toy_games():
         for method, solve in TOY_METHODS:
             plain, cloned = solve(toy.game), solve(toy.cloned)
-            rows.append(ToyRow(toy.name, False, method, toy.actions, plain.marginals[0], plain.ratings[0],
-                               plain.exploitability))
-            rows.append(ToyRow(toy.name, True, method, toy.cloned_actions, cloned.marginals[0], cloned.ratings[0],
-                               cloned.exploitability))
+            rows.append(
+                ToyRow(toy.name, False, method, toy.actions, plain.marginals[0], plain.ratings[0], plain.exploitability)
+            )
+            rows.append(
+                ToyRow(
+                    toy.name,
+                    True,
+                    method,
+                    toy.cloned_actions,
+                    cloned.marginals[0],
+                    cloned.ratings[0],
+                    cloned.exploitability,
+                )
+            )
             change = np.abs(np.asarray(cloned.ratings[0]) - np.asarray(plain.ratings[0])[list(toy.origin)]).max()
             checks.append(CloneCheck(toy.name, method, float(change)))
     return rows, checks
