@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eqarena.exceptions import NotFoundError, OptionError
+from eqarena.exceptions import OptionError
 
 if TYPE_CHECKING:
     from eqarena.solvers.games.equilibrium import Equilibrium
@@ -139,11 +139,11 @@ def method_names(*, default_only: bool = False) -> tuple[str, ...]:
 
 
 def get_method(name: str) -> RatingMethod:
-    """The registered method `name`; ValueError naming the choices otherwise."""
+    """The registered method `name`; OptionError (a ValueError) naming the choices otherwise."""
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise NotFoundError(f"unknown rating method {name!r} (choose from {', '.join(_REGISTRY)})") from None
+        raise OptionError(f"unknown rating method {name!r} (choose from {', '.join(_REGISTRY)})") from None
 
 
 def parse_methods(methods: str | Iterable[str] | None) -> tuple[str, ...]:
