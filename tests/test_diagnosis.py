@@ -5,6 +5,8 @@ warehouse records (imputed cells, the prompt support, ties, disagreement with BT
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import polars as pl
 import pytest
@@ -104,6 +106,22 @@ def test_a_model_ranked_far_apart_by_ne_and_bt_is_explained_from_its_mass_and_me
     gap = next(f for f in found.findings if f.startswith("NE and BT disagree on m0"))
     assert "1st of 8 by NE, 8th by BT" in gap and "mass 20%" in gap
     assert "by mean payoff over all prompts and opponents (-0.500) it is 8th of 8, nearer its BT place" in gap
+
+
+def test_an_ne_that_stopped_before_its_limit_says_how_well_the_selection_is_known():
+    support = {"ne": {"king": (1, 3), "prompt": (30, 80)}}
+    table = _table(CLEAN + [("cce", m, k + 1, -0.1 * k, None, 0.0) for k, m in enumerate("abc")])
+    base = _evidence(table, support)
+    stopped = replace(base, limits={"ne": ("trace_stopped", 0.357)})
+    found = diagnose(stopped)
+    [finding] = [f for f in found.findings if "stopped before the end of its branch" in f]
+    assert "continuum of equilibria" in finding and "last moved by 0.36" in finding
+    assert "read CCE" in found.advice
+    unbounded = diagnose(replace(base, limits={"ne": ("max_lambda", None)}))
+    assert any("no bound: it stopped before two estimates" in f for f in unbounded.findings)
+    for how in ("isolated", "extrapolated"):
+        reached = replace(base, limits={"ne": (how, 1e-9)})
+        assert diagnose(reached).findings == ()
 
 
 def test_a_model_rating_headline_is_not_diagnosed():

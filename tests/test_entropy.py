@@ -269,7 +269,15 @@ def test_koth_targets_at_scale_group_clones_without_a_dense_kernel():
     c = labels.max() + 1
     t_prompt, t_king, t_rebel = affinity_targets(koth_game(u))
     np.testing.assert_allclose(np.bincount(labels, weights=t_prompt), 1.0 / c, atol=1e-12)
-    np.testing.assert_allclose(t_prompt, 1.0 / (c * np.bincount(labels)[labels]), atol=1e-15)
+    # Inside a group, evenly over its copy classes (u[99] and its negatives u[100:110] are two), then
+    # evenly over a class's copies.
+    _, copies = np.unique(u.reshape(p_prompts, -1), axis=0, return_inverse=True)
+    copies = copies.reshape(-1)
+    classes_in_group = {g: len(set(copies[labels == g])) for g in set(labels.tolist())}
+    per_group = np.array([classes_in_group[g] for g in labels])
+    expected = 1.0 / (c * per_group * np.bincount(copies)[copies])
+    np.testing.assert_allclose(t_prompt, expected, atol=1e-15)
+    assert t_prompt[99] == pytest.approx(10 * t_prompt[100], rel=1e-12)
     np.testing.assert_allclose(t_king, 1.0 / m, atol=1e-12)
     np.testing.assert_allclose(t_rebel, 1.0 / m, atol=1e-12)
 

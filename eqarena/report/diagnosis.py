@@ -12,6 +12,8 @@ prompts or on cells no judge saw. `diagnose` looks at the headline method's rati
 - ratings resting mostly on imputed cells (`imputed_share` > `IMPUTED_MAJORITY`);
 - a model ranked far apart by the headline method and by BT or CCE, with the reason read from its
   king mass, imputed share and mean payoff;
+- an NE whose trace stopped before the branch's limit (a continuum of equilibria), with the bound
+  the solver reports on how far its estimate still moved (docs/game.md, "What is guaranteed");
 
 and names the prompts that decide the equilibrium (its prompt support, by mass) with the king-vs-rebel
 payoffs on them, and which method to read instead.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -41,7 +43,9 @@ class Evidence:
     `warehouse.ratings.read_rating_table`: method, action, rank, rating, mass, imputed_share, ...);
     `support[method][player]` = (support size, number of actions); `prompt_mass` and `rebel_mass` are
     the headline method's marginals on their supports; `payoffs[(prompt, king, rebel)]` = u_king on the
-    deciding prompts; `mean_payoffs` the mean u_king of each model over all prompts and opponents."""
+    deciding prompts; `mean_payoffs` the mean u_king of each model over all prompts and opponents;
+    `limits[method]` = (how the NE solver ended its trace, the last move of its limit estimate or None),
+    from the stored diagnostics `limit` and `limit_change`."""
 
     method: str
     table: pl.DataFrame
@@ -51,6 +55,11 @@ class Evidence:
     payoffs: Mapping[tuple[str, str, str], tuple[float, bool]]
     mean_payoffs: Mapping[str, float]
     prompt_texts: Mapping[str, str]
+    limits: Mapping[str, tuple[str, float | None]] = field(default_factory=dict)
+
+
+# How the NE solver ends a trace that did not reach the branch's limit (solvers/nash/limiting_logit.py).
+UNREACHED_LIMITS = ("trace_stopped", "max_lambda")
 
 
 @dataclass(frozen=True)
@@ -161,6 +170,21 @@ def diagnose(e: Evidence) -> Diagnosis:
 
     for model, ours, theirs, other in _disagreements(e.table, e.method)[:2]:
         findings.append(_disagreement_sentence(e, rows, model, ours, theirs, other))
+
+    how, change = e.limits.get(e.method, ("", None))
+    if how in UNREACHED_LIMITS:
+        bound = "no bound: it stopped before two estimates" if change is None else f"last moved by {change:.2g}"
+        findings.append(
+            f"The {name} solver stopped before the end of its branch: this game has a continuum of equilibria "
+            f"(common with judgments on a coarse grid) and the branch was still creeping along it. The ratings "
+            f"are those of an exact equilibrium, but which point of the continuum the selection picks is known "
+            f"only as well as the limit's estimate ({bound}, L1 over the players' strategies)."
+        )
+        broader = [m for m in COMPARED if m != e.method and is_equilibrium(m) and m in _methods(e.table)]
+        if broader:
+            advice.append(
+                f"for a selection that is unique on every game, read {' or '.join(label(m) for m in broader)}"
+            )
 
     deciding = ()
     if findings and e.prompt_mass:

@@ -16,7 +16,9 @@ def read_evidence(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str) -> 
     """The headline method's evidence of rate run `run_id` (module docstring of report.diagnosis)."""
     table = store.read_rating_table(con, run_id)
     method = headline_method(ordered(table["method"].unique().to_list()))
-    support = {e.method: e.support for e in store.read_equilibria(con, run_id)}
+    equilibria = store.read_equilibria(con, run_id)
+    support = {e.method: e.support for e in equilibria}
+    limits = {e.method: (str(e.diagnostics.get("limit", "")), e.diagnostics.get("limit_change")) for e in equilibria}
     mass = {
         (r.player, r.action): r.mass
         for r in store.read_marginals(con, run_id)
@@ -35,4 +37,5 @@ def read_evidence(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str) -> 
         payoffs=store.read_payoff_cells(con, run_id, prompts, kings, rebels),
         mean_payoffs=store.read_mean_payoffs(con, run_id),
         prompt_texts=store.read_prompt_texts(con, dataset, prompts),
+        limits=limits,
     )

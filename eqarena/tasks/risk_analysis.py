@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from eqarena.orchestration.steps import step
+from eqarena.runtime.one_core import on_one_core
 from eqarena.solvers.analyses.risk import DEFAULT_TOL as EQUILIBRIUM_TOL
 from eqarena.solvers.analyses.risk import (
     DiverseNash,
@@ -44,8 +45,9 @@ def enumerate_pure_nash(game: RunGame) -> np.ndarray:
 @step("search_equilibria")
 def search_equilibria(game: RunGame, selected: list[np.ndarray], num: int, seed: int) -> DiverseNash:
     """`num` profiles descending exploitability in parallel, pushed apart in ratings; profile 0 is the
-    selected NE, fixed."""
-    return diverse_nash(game.u_king, num, seed=seed, fixed=[selected])
+    selected NE, fixed. On one core in its own process: the same profiles for a seed on every machine
+    (`runtime.one_core`)."""
+    return on_one_core(diverse_nash, game.u_king, num, seed=seed, fixed=[selected])
 
 
 @step("rank_risk")

@@ -133,7 +133,9 @@ def diverse_nash(
     fixed: profiles (one (A_i,) marginal per player, or an `Equilibrium`, e.g. the LLE of
     `solvers.nash.limiting_logit.nash`) placed at indices 0, 1, ...; they are not optimised but repel the others.
     Returns a `DiverseNash` with `num` profiles (len(fixed) of them fixed) and their true
-    exploitability. Deterministic for a given seed.
+    exploitability. Deterministic for a given seed and core count: XLA splits some of the descent's
+    reductions by the cores it may use, and the descent amplifies their last bits, so
+    `tasks.risk_analysis.search_equilibria` runs it on one core (`runtime.one_core`).
     """
     start = time.perf_counter()
     u = _king_tensor(u_king)

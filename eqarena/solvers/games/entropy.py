@@ -27,7 +27,7 @@ import scipy.spatial
 
 from eqarena.solvers._precision import float64
 from eqarena.solvers._rows import identical_rows
-from eqarena.solvers.games.normal_form import Array, Game, KothGame
+from eqarena.solvers.games.normal_form import PROMPT, Array, Game, KothGame
 
 CoPlay = Literal["actions", "mixed"]
 
@@ -121,8 +121,9 @@ def affinity_target(
     entry exceeds float64 resolution are linked into components. The objective separates over
     components and is homogeneous of degree p+1 in a component's mass, so a component c with
     optimal value f_c (over its own simplex) receives mass proportional to f_c^(-1/p) (App. B).
-    With exact clones only, every f_c = 1: mass 1/C per clone group, split evenly inside it, and
-    H_a^p(t) = Tsallis entropy of the uniform distribution over the C groups.
+    With exact clones only, every f_c = 1: mass 1/C per clone group, and H_a^p(t) = Tsallis entropy
+    of the uniform distribution over the C groups. Inside a group the mass goes evenly to its copy
+    classes (`copy_classes`), then evenly to a class's copies (`_share_within_group`).
     """
     return _affinity_solution(game, player, p, kernel_variance, co_play)[0]
 
@@ -246,9 +247,50 @@ def _affinity_solution(
     weight = comp_value ** (-1.0 / p)
     z = weight.sum()
     comp_mass = weight / z
-    x = (comp_mass[comp_of] * group_mass / sizes)[group_of]
+    x = (comp_mass[comp_of] * group_mass)[group_of] * _share_within_group(game, player, group_of, sizes)
     value = (1.0 - z ** (-p)) / p
     return x, float(value)
+
+
+def copy_classes(game: Game, player: int, actions: np.ndarray | None = None) -> np.ndarray:
+    """Labels of `player`'s exact copies in the whole game, for `actions` (default: all): actions a, b
+    share a label when every player's payoff is the same under a as under b, whatever the others play.
+
+    Finer than the player's own clone groups: the prompt player's payoff is |u_king|, so two prompts
+    with opposite signs for some pairs are clones to it but not copies (the king and rebel see two
+    prompts). Two distinct models are never copies in a `KothGame`: the rebel's -1 on the diagonal
+    tells them apart (u_king(p, i, i') would have to be both 0 and 1).
+    """
+    actions = np.arange(game.num_actions[player]) if actions is None else np.asarray(actions)
+    if isinstance(game, KothGame):
+        if player != PROMPT:
+            return np.arange(len(actions))
+        u = game.u_king[actions]
+        return identical_rows(u.reshape(len(actions), -1))[1]
+    rows = [np.moveaxis(np.asarray(game.payoff(k)), player, 0)[actions] for k in range(game.num_players)]
+    return identical_rows(np.concatenate([r.reshape(len(actions), -1) for r in rows], axis=1))[1]
+
+
+def _share_within_group(game: Game, player: int, group_of: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Each action's share (A,) of its clone group's mass: the group's mass is split evenly among the
+    copy classes it holds, and a class's mass evenly among its copies (docs/game.md, "Exact copies").
+
+    The affinity entropy is the same for every split of a clone group's mass (its kernel is 1 inside
+    the group), so the split is a free choice. Among the maximisers this is the one of largest
+    Shannon entropy over copy classes, then over the copies in a class; both steps look at the set of
+    distinct classes only, so adding a copy of an action changes no other class's mass. Copies are
+    looked for only among the members of groups of two or more.
+    """
+    share = np.ones(len(group_of))
+    shared = np.flatnonzero(sizes[group_of] > 1)
+    if not len(shared):
+        return share
+    classes = copy_classes(game, player, shared)
+    pair = group_of[shared].astype(np.int64) * (int(classes.max()) + 1) + classes
+    _, pair_of, class_size = np.unique(pair, return_inverse=True, return_counts=True)
+    classes_in_group = np.bincount(group_of[shared][np.unique(pair_of, return_index=True)[1]], minlength=len(sizes))
+    share[shared] = 1.0 / (classes_in_group[group_of[shared]] * class_size[pair_of])
+    return share
 
 
 def _clone_structure(y: np.ndarray, bandwidth: float) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
