@@ -3,7 +3,8 @@
 An error names the bad value so the user can find it, but a 5 MB cell must not come back whole on
 stderr or in `runs.message`: a quoted value longer than VALUE_LIMIT characters keeps its first
 VALUE_LIMIT characters and says how long it was, and the whole message is one line of at most
-LINE_LIMIT characters.
+LINE_LIMIT characters. Control characters in it are written as escapes (`terminal_safe`), as in
+everything the commands print.
 """
 
 from __future__ import annotations
@@ -17,6 +18,16 @@ LINE_LIMIT = 1000
 _LONG_QUOTED = re.compile(r"""(['"])([^'"\n]{%d,})\1""" % (VALUE_LIMIT + 1))
 
 
+# Control characters (C0 but newline and tab, DEL, C1): in a name or a text they could move the cursor,
+# clear, recolour or retitle the terminal that prints them.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with each control character but newline and tab written as its escape (ESC as `\\x1b`)."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def shortened(value: str, limit: int = VALUE_LIMIT) -> str:
     """`value` itself when short, else its first `limit` characters, an ellipsis and its length."""
     if len(value) <= limit:
@@ -27,7 +38,7 @@ def shortened(value: str, limit: int = VALUE_LIMIT) -> str:
 def bounded(message: object) -> str:
     """`message` as one line (newlines and runs of spaces become one space), every long quoted value
     shortened, and the whole line cut at LINE_LIMIT characters."""
-    text = " ".join(str(message).split())
+    text = terminal_safe(" ".join(str(message).split()))
     text = _LONG_QUOTED.sub(_shortened_quoted, text)
     return shortened(text, LINE_LIMIT)
 

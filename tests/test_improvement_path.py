@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from eqarena import warehouse
 from eqarena.cli.app import app
+from eqarena.report.simulation_figures import path_heatmaps
 from eqarena.solvers.analyses.improvement_path import TIE, PathSizes, Rater, improvement_path, rater, skill_entropy
 from eqarena.solvers.analyses.improvement_summary import bootstrap_mean, paired_difference
+from eqarena.warehouse.simulations import read_simulation_steps
 from tests.conftest import query
 
 SMALL = PathSizes(skills=3, initial_prompts=3, initial_models=3, candidate_models=4, candidate_prompts=16, iterations=4)
@@ -61,8 +64,15 @@ def test_algorithm_1_invariants(method, setting):
         marginal = steps[-1].prompt_marginal
         prompts = SMALL.initial_prompts + (SMALL.iterations if setting == "additional" else 0)
         assert marginal.shape == (prompts,) and marginal.sum() == pytest.approx(1.0) and np.all(marginal >= -1e-12)
+        # Figure 4 right: the prompts' skills weighted by the equilibrium; prompts lie on the simplex
+        rng = np.random.default_rng(3)
+        initial = rng.dirichlet(np.ones(SMALL.skills), SMALL.initial_prompts)
+        np.testing.assert_allclose(steps[0].equilibrium_prompt_skills, steps[0].prompt_marginal @ initial, rtol=1e-12)
+        for step in steps:
+            assert step.equilibrium_prompt_skills.shape == (SMALL.skills,)
+            assert step.equilibrium_prompt_skills.sum() == pytest.approx(1.0)
     else:
-        assert steps[-1].prompt_marginal is None
+        assert steps[-1].prompt_marginal is None and steps[-1].equilibrium_prompt_skills is None
 
 
 def test_seeded_runs_are_reproducible():
@@ -130,14 +140,27 @@ def test_cli_writes_tables_and_page(tmp_path):
     counts = query(
         db,
         "SELECT method, setting, count(*), count(added_model), count(added_prompt), "
-        "count(prompt_marginal) FROM simulation_steps GROUP BY ALL ORDER BY ALL",
+        "count(prompt_marginal), count(equilibrium_prompt_skills) FROM simulation_steps GROUP BY ALL ORDER BY ALL",
     )
     assert counts == [
-        ("elo", "additional", 8, 6, 6, 0),
-        ("elo", "initial", 8, 6, 0, 0),
-        ("ne", "additional", 8, 6, 6, 8),
-        ("ne", "initial", 8, 6, 0, 8),
+        ("elo", "additional", 8, 6, 6, 0, 0),
+        ("elo", "initial", 8, 6, 0, 0, 0),
+        ("ne", "additional", 8, 6, 6, 8, 8),
+        ("ne", "initial", 8, 6, 0, 8, 8),
     ]
     (page,) = out.glob("improvement-path-*.html")
     html = page.read_text()
     assert run_id in html and html.count("data:image/png;base64,") == 3
+    with warehouse.connect(str(db), read_only=True) as con:
+        frame = read_simulation_steps(con, run_id)
+    titles = {
+        m: [ax.get_title() for ax in path_heatmaps(frame, m, "additional", 0).axes if ax.get_title()]
+        for m in ("ne", "elo")
+    }
+    assert titles["ne"] == [
+        "added prompts",
+        "prompt-player equilibrium",
+        "equilibrium-weighted prompt skills",
+        "added models",
+    ]
+    assert titles["elo"] == ["added prompts", "added models"]

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import io
 import math
 import time
 
 import pytest
 from fake_llm_server import FakeLLMServer, plant_dataset
+from rich.console import Console
 
 from eqarena import warehouse
 from eqarena.judge.inputs import read_inputs
@@ -18,6 +20,7 @@ from eqarena.judge.plan import plan_missing
 from eqarena.judge.runner import JudgeRunner
 from eqarena.judge.templates import load_template
 from eqarena.llm.budget import Budget
+from eqarena.llm.progress import JudgeProgress, WaitColumn
 from eqarena.llm.providers import FatalProviderError, make_provider
 from eqarena.options import RetryPolicy, RunLimits
 from eqarena.warehouse.judgments import JudgmentWriter
@@ -187,6 +190,22 @@ def test_retry_after_is_honoured(con, kind, floor, ceiling):
     assert floor <= times[1] - times[0] < ceiling  # 429 carries Retry-After 0.8 s; 500 none (backoff 0.01 s)
 
 
+@pytest.mark.parametrize("asked, cap, floor, ceiling", [(30.0, 0.5, 0.5, 3.0), (5.0, 5.0, 5.0, 8.0)])
+def test_a_long_retry_after_is_capped_and_announced(con, capsys, asked, cap, floor, ceiling):
+    with FakeLLMServer(QUALITY, fault_first=1, fault_kinds=("429",), retry_after_s=asked, record_times=True) as server:
+        judge_id = "openai-compatible:judge"
+        plan, inputs = plan_for(con, judge_id, samples=1, prompts=1, models=["m1", "m2"])
+        retry = RetryPolicy(attempts=3, initial_wait_s=0.0, max_wait_s=0.0, max_retry_after_s=cap, timeout_s=5.0)
+        run(con, f"{judge_id}@{server.openai_base_url}", plan, inputs, retry=retry, limits=RunLimits(concurrency=1))
+        times = server.snapshot().request_times
+    assert floor <= times[1] - times[0] < ceiling  # the server asked for `asked` s; the cap holds
+    shown = capsys.readouterr().err
+    if cap >= 5.0:  # a wait of 5 s or more is announced, with the time it ends
+        assert "eqarena: HTTP 429: waiting 5 s (the cap, --max-retry-after) before retrying, until " in shown
+    else:
+        assert "waiting" not in shown
+
+
 def test_exhausted_retries_store_errors_that_are_planned_again(con):
     with FakeLLMServer(QUALITY, fault_rate=1.0, fault_kinds=("500",)) as server:
         judge_id = "openai-compatible:judge"
@@ -259,3 +278,15 @@ def test_rate_limits_space_the_requests(con, limit):
     assert len(times) == 24
     # no request can arrive before the bucket lets it go: the last one after (24 - burst) drips
     assert times[-1] - started >= (24 - burst) * 0.1 - 0.01
+
+
+def test_the_bar_counts_down_to_the_latest_long_retry():
+    out = io.StringIO()
+    with JudgeProgress(4, console=Console(file=out, force_terminal=True, width=160)) as bar:
+        bar.waiting(90.0, "HTTP 429", cap_s=300.0)
+        bar.waiting(30.0, "HTTP 429", cap_s=300.0)  # ends before the running wait: nothing new
+        task = bar._progress.tasks[0]
+        assert str(WaitColumn().render(task)) in ("retry in 1:30 (HTTP 429)", "retry in 1:29 (HTTP 429)")
+        task.fields["wait_until"] = time.monotonic() - 1.0
+        assert str(WaitColumn().render(task)) == ""
+    assert out.getvalue().count("eqarena: HTTP 429: waiting 90 s before retrying, until ") == 1

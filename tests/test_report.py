@@ -17,7 +17,9 @@ from eqarena import warehouse
 from eqarena.cli.app import app
 from eqarena.options import BootstrapOptions, RateOptions
 from eqarena.report.layout import FOLDED_SECTIONS, MAIN_SECTIONS, SECTIONS
+from eqarena.tasks.report import TOP_PROMPTS
 from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
+from tests.conftest import query
 
 FIGURES = {
     "ratings": {"ratings-intervals", "rank-probabilities"},
@@ -179,6 +181,20 @@ def test_every_section_and_figure_is_present(rated):
             png = base64.b64decode(src.split(",", 1)[1], validate=True)
             assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
     assert "syn" in report.title and result.run_id in report.title
+
+
+def test_every_prompt_shown_in_the_support_has_its_stored_text(rated):
+    db, result, path = rated
+    html = path.read_text(encoding="utf-8")
+    supported = query(
+        db,
+        "SELECT DISTINCT action FROM equilibrium_marginals WHERE run_id = ? AND player = 'prompt' AND mass >= 1e-6",
+        [result.run_id],
+    )
+    assert len(supported) > TOP_PROMPTS  # more prompts in the support than the payoff section shows
+    assert "(text not in warehouse)" not in html
+    for (prompt,) in supported:
+        assert f"Question {prompt}: &lt;explain&gt;" in html  # in a hover (escaped), or a blockquote
 
 
 def test_report_is_self_contained(rated):

@@ -2,11 +2,15 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from eqarena import warehouse
 from eqarena.warehouse.connection import migrations
+from tests.conftest import REPO_ROOT
+
+EQARENA = str(Path(sys.executable).parent / "eqarena")
 
 pytestmark = pytest.mark.unit
 
@@ -48,3 +52,23 @@ def test_env_var_overrides_default(tmp_path, monkeypatch):
 def test_read_only_missing_file_is_clear(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         warehouse.connect(tmp_path / "nope.duckdb", read_only=True)
+
+
+def test_a_link_into_a_missing_folder_is_one_clear_error(tmp_path):
+    link = tmp_path / "w.duckdb"
+    link.symlink_to(tmp_path / "missing" / "folder" / "w.duckdb")
+    with pytest.raises(warehouse.WarehouseUnusableError, match=r"is a link to .*missing/folder/w.duckdb, whose folder"):
+        warehouse.connect(link)
+    assert not (tmp_path / "missing").exists()  # nothing created on the way
+
+
+def test_a_file_that_cannot_be_created_is_one_clear_error():
+    with pytest.raises(warehouse.WarehouseUnusableError, match=r"^/proc/eq\.duckdb cannot be opened: no such file"):
+        warehouse.connect("/proc/eq.duckdb")
+    found = subprocess.run(
+        [EQARENA, "import", "pairwise", str(REPO_ROOT / "examples/import/pairwise.csv"), "--db", "/proc/eq.duckdb"],
+        capture_output=True,
+        text=True,
+    )
+    assert found.returncode == 1 and found.stderr.startswith("error: /proc/eq.duckdb cannot be opened")
+    assert len(found.stderr.strip().splitlines()) == 1

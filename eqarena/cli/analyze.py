@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from eqarena.cli.help import TidyHelpGroup
-from eqarena.cli.output import warehouse_file
+from eqarena.cli.output import say, warehouse_file
 from eqarena.cli.support import DB_HELP, OUT_HELP, WAIT, checked_dataset, cli_errors, db_option, run_pipeline
 from eqarena.options import DEFAULT_OUT_DIR, CloneOptions, RiskOptions
 
@@ -59,13 +59,13 @@ def source_run(run: Optional[str], dataset: Optional[str], db: Optional[Path]) -
 def _finish(result, out: Path, db: Optional[Path]) -> None:
     """Print the analysis, then rewrite the rate run's report so it shows it."""
     for line in [result.headline, *result.summary]:
-        typer.echo(line)
-    typer.echo(
+        say(line)
+    say(
         f"{result.kind} run {result.run_id} (of rate run {result.source_run_id}, {result.seconds:.1f} s) "
         f"written to {warehouse_file(db)}"
     )
     path = run_pipeline("report", result.source_run_id, str(out), db_option(db))
-    typer.echo(f"HTML report updated: {Path(path).resolve()}")
+    say(f"HTML report updated: {Path(path).resolve()}")
 
 
 @analyze_app.command("clones")

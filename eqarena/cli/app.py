@@ -16,6 +16,7 @@ import typer
 
 from eqarena.cli import analyze, data, generating, judging, main_job, paper, rating, simulate, status
 from eqarena.cli.help import TidyHelpGroup
+from eqarena.cli.output import say
 from eqarena.cli.support import release_frames
 from eqarena.runtime.background import exit_now_if_busy
 from eqarena.runtime.compile_cache import use_compile_cache
@@ -36,7 +37,7 @@ def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        typer.echo(f"eqarena {version('eqarena')}")
+        say(f"eqarena {version('eqarena')}")
         raise typer.Exit()
 
 

@@ -7,8 +7,9 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_changes
+from eqarena.cli.output import print_changes, say
 from eqarena.cli.support import DB_HELP, SOURCE_HELP, WAIT, cli_errors, db_option, options_errors, run_pipeline
+from eqarena.messages import terminal_safe
 from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions
 
 
@@ -122,6 +123,6 @@ def import_data(
             raise FileNotFoundError(f"{missing[0]}: no such file or directory")
     result = run_pipeline("import", options, db_option(db))
     for note in result.notes:
-        typer.secho(f"note: {note}", fg="yellow", err=True)
+        typer.secho(terminal_safe(f"note: {note}"), fg="yellow", err=True)
     print_changes("import", result.summary)
-    typer.echo(f"judges: {', '.join(result.judges)}")
+    say(f"judges: {', '.join(result.judges)}")

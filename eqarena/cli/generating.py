@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from eqarena.cli.output import say
 from eqarena.cli.support import (
     DATASET_HELP,
     DB_HELP,
@@ -119,6 +120,14 @@ def generate(
         min=0,
         help="First backoff in seconds when the server sends no Retry-After.",
     ),
+    max_retry_after: float = typer.Option(
+        RetryPolicy.max_retry_after_s,
+        "--max-retry-after",
+        rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES,
+        min=0,
+        help="Longest wait in seconds a server's Retry-After is obeyed for; a longer one is cut to this. "
+        "Waits over 5 s are shown with a countdown.",
+    ),
     timeout: float = typer.Option(
         RetryPolicy.timeout_s,
         "--timeout",
@@ -162,7 +171,11 @@ def generate(
             generation=GenerationOptions(max_tokens=max_tokens, temperature=temperature),
             limits=RunLimits(concurrency=concurrency, rpm=rpm, tpm=tpm),
             retry=RetryPolicy(
-                attempts=retries, initial_wait_s=retry_wait, max_wait_s=max(retry_wait, 60.0), timeout_s=timeout
+                attempts=retries,
+                initial_wait_s=retry_wait,
+                max_wait_s=max(retry_wait, 60.0),
+                max_retry_after_s=max_retry_after,
+                timeout_s=timeout,
             ),
             caps=SpendCaps(max_cost=max_cost, max_calls=max_calls),
             batch=batch,
@@ -174,20 +187,20 @@ def generate(
 
         summary = plan_generate_run(options, db_option(db)).plan
         if as_json:
-            typer.echo(json.dumps(asdict(summary), indent=2))
+            say(json.dumps(asdict(summary), indent=2))
         else:
             for line in summary.lines():
-                typer.echo(line)
+                say(line)
         return
     from eqarena.flows.generate import generate_flow
 
     with quiet_prefect():
         outcome = generate_flow(options, db_option(db), progress=sys.stderr.isatty() and not as_json)
     if as_json:
-        typer.echo(json.dumps(asdict(outcome), indent=2))
+        say(json.dumps(asdict(outcome), indent=2))
         return
     for line in outcome.plan.lines():
-        typer.echo(line)
-    typer.echo(outcome.message)
+        say(line)
+    say(outcome.message)
     if outcome.run_id:
-        typer.echo(f"run {outcome.run_id}")
+        say(f"run {outcome.run_id}")

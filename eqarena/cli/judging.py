@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_plan
+from eqarena.cli.output import print_plan, say
 from eqarena.cli.support import (
     DATASET_HELP,
     DB_HELP,
@@ -143,6 +143,14 @@ def judge(
         min=0,
         help="First backoff in seconds when the server sends no Retry-After.",
     ),
+    max_retry_after: float = typer.Option(
+        RetryPolicy.max_retry_after_s,
+        "--max-retry-after",
+        rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES,
+        min=0,
+        help="Longest wait in seconds a server's Retry-After is obeyed for; a longer one is cut to this. "
+        "Waits over 5 s are shown with a countdown.",
+    ),
     timeout: float = typer.Option(
         RetryPolicy.timeout_s,
         "--timeout",
@@ -255,7 +263,11 @@ def judge(
             generation=GenerationOptions(max_tokens=max_tokens, temperature=temperature),
             limits=RunLimits(concurrency=concurrency, rpm=rpm, tpm=tpm),
             retry=RetryPolicy(
-                attempts=retries, initial_wait_s=retry_wait, max_wait_s=max(retry_wait, 60.0), timeout_s=timeout
+                attempts=retries,
+                initial_wait_s=retry_wait,
+                max_wait_s=max(retry_wait, 60.0),
+                max_retry_after_s=max_retry_after,
+                timeout_s=timeout,
             ),
             caps=SpendCaps(max_cost=max_cost, max_calls=max_calls),
             runner=RunnerOptions(
@@ -282,19 +294,19 @@ def judge(
         from eqarena.tasks.judge_plan import plan_judge_run
 
         outcome = plan_judge_run(options, db_option(db))
-        typer.echo(json.dumps(asdict(outcome.plan), indent=2)) if as_json else print_plan(outcome.plan)
+        say(json.dumps(asdict(outcome.plan), indent=2)) if as_json else print_plan(outcome.plan)
     else:
         from eqarena.flows.judge import judge_flow
 
         with quiet_prefect():
             outcome = judge_flow(options, db_option(db), progress=sys.stderr.isatty() and not as_json)
         if as_json:
-            typer.echo(json.dumps(_outcome_json(outcome), indent=2))
+            say(json.dumps(_outcome_json(outcome), indent=2))
         else:
             print_plan(outcome.plan)
-            typer.echo(outcome.message)
+            say(outcome.message)
             if outcome.run_id:
-                typer.echo(f"run {outcome.run_id}")
+                say(f"run {outcome.run_id}")
         _fail_if_every_call_failed(outcome.stats)
 
 
@@ -303,7 +315,7 @@ def _fail_if_every_call_failed(stats) -> None:
     if stats.errors == 0 or stats.ok + stats.unparsed > 0:
         return
     reasons = ", ".join(f"{reason} x{count}" for reason, count in sorted(stats.retry_reasons.items()))
-    typer.echo(
+    say(
         f"error: every judge call failed ({stats.errors} samples from {stats.requests} requests"
         + (f"; retried for {reasons}" if reasons else "")
         + "); the failures are stored as `error` "
@@ -326,8 +338,8 @@ def _judge_adaptively(options: JudgeOptions, db: Optional[Path], as_json: bool) 
     with quiet_prefect():
         result = adaptive_judge_flow(options, db_option(db))
     if as_json:
-        typer.echo(json.dumps(asdict(result), indent=2))
+        say(json.dumps(asdict(result), indent=2))
         return
-    typer.echo(f"{result.judge} on {options.dataset}: NE ranking {' > '.join(result.ranking)}")
-    typer.echo(result.message)
-    typer.echo(f"run {result.run_id}")
+    say(f"{result.judge} on {options.dataset}: NE ranking {' > '.join(result.ranking)}")
+    say(result.message)
+    say(f"run {result.run_id}")

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_group_ratings, print_model_ratings
+from eqarena.cli.output import print_group_ratings, print_model_ratings, say
 from eqarena.cli.rating import rate_options
 from eqarena.cli.support import (
     BOOTSTRAP_HELP,
@@ -126,10 +126,10 @@ def run(
         print_group_ratings(db, summary.rate_run_id)
     for lines in summary.analyses.values():
         for line in lines:
-            typer.echo(line)
-    typer.echo(f"tensor: {summary.dropped}")
-    typer.echo(f"DuckDB warehouse: {summary.db_path}  (e.g. SELECT * FROM latest_model_ratings)")
-    typer.echo(f"HTML report:      {summary.report_path}")
+            say(line)
+    say(f"tensor: {summary.dropped}")
+    say(f"DuckDB warehouse: {summary.db_path}  (e.g. SELECT * FROM latest_model_ratings)")
+    say(f"HTML report:      {summary.report_path}")
 
 
 @cli_errors()
@@ -160,7 +160,7 @@ def refresh(
         print_model_ratings(db, summary.rate_run_id)
         if options.rate.by is not None:
             print_group_ratings(db, summary.rate_run_id)
-    typer.echo(summary.line())
+    say(summary.line())
 
 
 @cli_errors()
@@ -199,7 +199,7 @@ def serve(
             raise ValueError(f"--cron {cron!r} is not a cron expression (e.g. '0 3 * * *')") from None
     with cli_errors(TemporaryApiError):
         if ensure_prefect_api():
-            typer.echo(
+            say(
                 "no PREFECT_API_URL: serving with a temporary Prefect API that stops with this command "
                 "(start `prefect server start` and set PREFECT_API_URL to keep runs and a UI)",
                 err=True,

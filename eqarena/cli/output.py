@@ -1,4 +1,8 @@
-"""What commands print: the model-ratings table, an ingest's or import's changes, a judge plan."""
+"""What commands print: the model-ratings table, an ingest's or import's changes, a judge plan.
+
+Names and texts come from users' files: every line and table cell goes out through `say` / `cells`,
+which write control characters as escapes (`messages.terminal_safe`) and take cells as plain text
+(a model named `[bold]x` is not rich markup)."""
 
 from __future__ import annotations
 
@@ -11,10 +15,21 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from eqarena import warehouse
 from eqarena.judge.plan import PlanSummary
-from eqarena.messages import shortened
+from eqarena.messages import shortened, terminal_safe
+
+
+def say(message: object = "", *, err: bool = False) -> None:
+    """`typer.echo` of `message` with its control characters written as escapes (`terminal_safe`)."""
+    typer.echo(terminal_safe(str(message)), err=err)
+
+
+def cells(*values: str) -> list[Text]:
+    """Table cells of `values`: plain text (no rich markup), control characters as escapes."""
+    return [Text(terminal_safe(v)) for v in values]
 
 
 def warehouse_file(db: Path | None) -> Path:
@@ -61,15 +76,17 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
         top1 = f"{head['p_top1']:.0%}" if head["p_top1"] is not None else "–"
         ranks = " / ".join(str(by[(m, model)]["rank"]) if (m, model) in by else "–" for m in others)
         table.add_row(
-            model,
-            str(head["rank"]),
-            format_rating(answer.method, head["rating"]),
-            interval,
-            top1,
-            *([ranks] if others else []),
+            *cells(
+                model,
+                str(head["rank"]),
+                format_rating(answer.method, head["rating"]),
+                interval,
+                top1,
+                *([ranks] if others else []),
+            )
         )
     for line in answer.lines:
-        typer.echo(line)
+        say(line)
     Console().print(table)
     print_diagnosis(diagnose(evidence))
 
@@ -100,9 +117,9 @@ def print_group_ratings(db: Path | None, run_id: str) -> None:
     table.add_column(f"{name} ranking")
     for g in found.groups:
         if g.skipped:
-            table.add_row(g.category, str(g.prompts), "–", f"skipped: {shortened(g.skipped, 160)}")
+            table.add_row(*cells(g.category, str(g.prompts), "–", f"skipped: {shortened(g.skipped, 160)}"))
         else:
-            table.add_row(g.category, str(g.prompts), ", ".join(g.top), g.ranking())
+            table.add_row(*cells(g.category, str(g.prompts), ", ".join(g.top), g.ranking()))
     Console(width=min(shutil.get_terminal_size().columns, 100)).print(table)
 
 
@@ -115,20 +132,20 @@ def print_diagnosis(found) -> None:
         return
     width = max(40, min(shutil.get_terminal_size().columns, 110))
     count = len(found.findings)
-    typer.echo(f"Read the {label(found.method)} with care ({count} sign{'s' if count > 1 else ''}):")
+    say(f"Read the {label(found.method)} with care ({count} sign{'s' if count > 1 else ''}):")
     for finding in found.findings:
-        typer.echo(textwrap.fill(finding, width, initial_indent="  - ", subsequent_indent="    "))
+        say(textwrap.fill(finding, width, initial_indent="  - ", subsequent_indent="    "))
     if found.advice:
-        typer.echo(textwrap.fill(found.advice, width, initial_indent="  ", subsequent_indent="  "))
+        say(textwrap.fill(found.advice, width, initial_indent="  ", subsequent_indent="  "))
     if found.deciding:
-        typer.echo(
+        say(
             f"  prompts deciding the {label(found.method)} (king's payoff against the rebel, -1 loss to "
             "+1 win; * imputed):"
         )
         for prompt in found.deciding:
             cells = ", ".join(f"{k} vs {r} {u:+.2f}{'*' if imputed else ''}" for k, r, u, imputed in prompt.payoffs)
             text = f' "{shortened(prompt.text, 50)}"' if prompt.text else ""
-            typer.echo(
+            say(
                 textwrap.fill(
                     f"{prompt.prompt_id} (mass {prompt.mass:.0%}){text}: {cells}",
                     width,
@@ -140,19 +157,21 @@ def print_diagnosis(found) -> None:
 
 def print_changes(kind: str, summary) -> None:
     """The per-table new / unchanged / changed counts of an ingest or import, and what changed."""
-    table = Table(title=f"{kind} {summary.dataset}", caption=f"from {summary.source}")
+    table = Table(
+        title=Text(terminal_safe(f"{kind} {summary.dataset}")), caption=Text(terminal_safe(f"from {summary.source}"))
+    )
     for column in ("table", "new", "unchanged", "changed", "replaced"):
         table.add_column(column, justify="left" if column == "table" else "right")
     for t in summary.tables:
-        table.add_row(t.table, f"{t.new:,}", f"{t.unchanged:,}", f"{t.changed:,}", f"{t.replaced:,}")
+        table.add_row(*cells(t.table, f"{t.new:,}", f"{t.unchanged:,}", f"{t.changed:,}", f"{t.replaced:,}"))
     Console().print(table)
     for t in summary.tables:
         if t.changed:
             action = "replaced" if summary.replace else "kept the stored version (use --replace to overwrite)"
             keys = "; ".join("/".join(map(str, k)) for k in t.changed_keys)
             more = f" and {t.changed - len(t.changed_keys)} more" if t.changed > len(t.changed_keys) else ""
-            typer.secho(f"{t.table}: {t.changed:,} changed, {action}: {keys}{more}", fg="yellow")
-    typer.echo(
+            typer.secho(terminal_safe(f"{t.table}: {t.changed:,} changed, {action}: {keys}{more}"), fg="yellow")
+    say(
         f"{summary.dataset}: {summary.new:,} new, {summary.unchanged:,} unchanged, "
         f"{summary.changed:,} changed (run {summary.run_id})"
     )
@@ -161,12 +180,12 @@ def print_changes(kind: str, summary) -> None:
 def print_plan(plan: PlanSummary) -> None:
     """Two lines: what the judge run covers, and what its missing calls cost."""
     cost = "unknown (no price; see --prices)" if plan.cost_usd is None else f"${plan.cost_usd:,.4f}"
-    typer.echo(
+    say(
         f"{plan.judge} on {plan.dataset}: {plan.prompts} prompts x {len(plan.models)} models, template "
         f"{plan.template} ({plan.template_hash}); {plan.done_samples:,} of {plan.wanted_samples:,} "
         f"samples held, {plan.pending_samples:,} pending in batches"
     )
-    typer.echo(
+    say(
         f"plan: {plan.calls:,} calls in {plan.requests:,} requests, ~{plan.tokens_in:,} input + "
         f"~{plan.tokens_out:,} output tokens, {cost}" + (" (batch price)" if plan.batch else "")
     )
@@ -179,5 +198,5 @@ def print_methods() -> None:
     width = max(len(m.name) for m in registered())
     for m in registered():
         kind = f"{m.concept}, {m.target} target" if m.is_equilibrium else m.concept
-        typer.echo(f"{m.name:<{width}}  {'*' if m.default else ' '} {m.label}: {m.description} ({kind})")
-    typer.echo("* rated when --methods is not given")
+        say(f"{m.name:<{width}}  {'*' if m.default else ' '} {m.label}: {m.description} ({kind})")
+    say("* rated when --methods is not given")

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eqarena.cli.help import TidyHelpGroup
+from eqarena.cli.output import say
 
 paper_app = typer.Typer(
     help="Reproduce the paper's worked examples.", no_args_is_help=True, rich_markup_mode="markdown", cls=TidyHelpGroup
@@ -53,7 +54,7 @@ def toys() -> None:
             for c in checks
             if c.game == game
         ]
-        typer.echo(f"clone invariance, {game}: " + "; ".join(parts))
+        say(f"clone invariance, {game}: " + "; ".join(parts))
 
 
 def _zero(value: float) -> float:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_group_ratings, print_methods, print_model_ratings, warehouse_file
+from eqarena.cli.output import print_group_ratings, print_methods, print_model_ratings, say, warehouse_file
 from eqarena.cli.support import (
     BOOTSTRAP_HELP,
     BY,
@@ -163,18 +163,18 @@ def rate(
 
         with cli_errors(IncompleteTensorError, LookupError):
             result = run_pipeline("rate", options, db_option(db))
-    typer.echo(
+    say(
         f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
         f"{result.dropped}"
     )
     print_model_ratings(db, result.run_id)
     for note in result.notes:
-        typer.echo(note)
+        say(note)
     for method, value in result.exploitability.items():
-        typer.echo(f"{method}: exploitability {value:.2e}")
+        say(f"{method}: exploitability {value:.2e}")
     if options.by is not None:
         print_group_ratings(db, result.run_id)
-    typer.echo(f"run {result.run_id} written to {warehouse_file(db)}")
+    say(f"run {result.run_id} written to {warehouse_file(db)}")
 
 
 @cli_errors(LookupError)
@@ -186,7 +186,7 @@ def report(
 ) -> None:
     """Write one self-contained HTML report of a rate run."""
     path = run_pipeline("report", run, str(out), db_option(db))
-    typer.echo(f"report: {Path(path).resolve()}")
+    say(f"report: {Path(path).resolve()}")
 
 
 def methods() -> None:

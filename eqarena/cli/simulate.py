@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eqarena.cli.help import TidyHelpGroup
-from eqarena.cli.output import warehouse_file
+from eqarena.cli.output import say, warehouse_file
 from eqarena.cli.support import DB_HELP, cli_errors
 from eqarena.options import DEFAULT_OUT_DIR, SETTINGS, PathSizes
 
@@ -100,7 +100,7 @@ def improvement_path(
             progress(finished)
             if not sys.stderr.isatty():
                 method, setting, trial = job
-                typer.echo(
+                say(
                     f"[{finished}/{total}] {method} {setting} trial {trial}: H(p̄) {steps[-1].prompt_entropy:.3f}, "
                     f"H(m̄) {steps[-1].model_entropy:.3f}",
                     err=True,
@@ -110,8 +110,8 @@ def improvement_path(
             names, kept, sizes, trials, seed, None if db is None else str(db), out, workers, on_done
         )
     _print_summary(result)
-    typer.echo(f"simulate run {result.run_id} ({result.seconds:.1f} s) written to {warehouse_file(db)}")
-    typer.echo(f"HTML page: {result.page.resolve()}")
+    say(f"simulate run {result.run_id} ({result.seconds:.1f} s) written to {warehouse_file(db)}")
+    say(f"HTML page: {result.page.resolve()}")
 
 
 def _print_summary(result) -> None:
@@ -130,7 +130,7 @@ def _print_summary(result) -> None:
             diff.add_row(f"{d.first} − {d.second}", d.setting, d.what + "s", _fmt(d.difference))
         console.print(diff)
         for d in result.differences:
-            typer.echo(d.sentence)
+            say(d.sentence)
 
 
 def _fmt(i) -> str:

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import warehouse_file
+from eqarena.cli.output import cells, say, warehouse_file
 from eqarena.cli.support import DB_HELP, WAIT, cli_errors
 
 VERIFY_HELP = "Read every table first, so a damaged file is an error, not plausible counts (--no-verify skips it)."
@@ -42,7 +42,7 @@ def status(
             for r in runs
             if r.status in ("running", "abandoned")
         ]
-        typer.echo(json.dumps({**found.as_json(), "unfinished_runs": unfinished}))
+        say(json.dumps({**found.as_json(), "unfinished_runs": unfinished}))
         return
     from rich.console import Console
     from rich.table import Table
@@ -52,7 +52,7 @@ def status(
     for column in ("dataset", "prompts", "models", "responses", "judgments"):
         totals.add_column(column, justify="left" if column == "dataset" else "right")
     for d in found.datasets:
-        totals.add_row(d.dataset, f"{d.prompts:,}", f"{d.models:,}", f"{d.responses:,}", f"{d.judgments:,}")
+        totals.add_row(*cells(d.dataset, f"{d.prompts:,}", f"{d.models:,}", f"{d.responses:,}", f"{d.judgments:,}"))
     totals.add_row(
         "all",
         f"{found.prompts:,}",
@@ -67,7 +67,7 @@ def status(
         judges.add_column(column, justify="left" if column == "judge" else "right")
     for j in found.judges:
         judges.add_row(
-            j.judge, f"{j.judgments:,}", f"{j.ok:,}", f"{j.complete_cells:,} / {j.cells:,}", f"{j.coverage:.1%}"
+            *cells(j.judge, f"{j.judgments:,}", f"{j.ok:,}", f"{j.complete_cells:,} / {j.cells:,}", f"{j.coverage:.1%}")
         )
     console.print(judges if found.judges else "no judgments yet")
     if runs:
@@ -77,7 +77,7 @@ def status(
         table.add_column("started")
         table.add_column("message", overflow="ellipsis", no_wrap=True)
         for r in runs:
-            table.add_row(r.run_id, r.status, f"{r.started_at:%Y-%m-%d %H:%M:%S}", _short(r.message))
+            table.add_row(*cells(r.run_id, r.status, f"{r.started_at:%Y-%m-%d %H:%M:%S}", _short(r.message)))
         console.print(table)
 
 
@@ -96,7 +96,7 @@ def check(
         checks = verify_tables(con)
     _raise_on_damage(checks, path)
     rows = sum(c.rows or 0 for c in checks)
-    typer.echo(f"ok: {path}: {len(checks)} tables, {rows:,} rows read, every block's checksum verified")
+    say(f"ok: {path}: {len(checks)} tables, {rows:,} rows read, every block's checksum verified")
 
 
 def _raise_on_damage(checks, path: Path) -> None:

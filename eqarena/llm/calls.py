@@ -35,6 +35,9 @@ from eqarena.llm.retries import retrying
 from eqarena.options import GenerationOptions, RetryPolicy, RunLimits
 from eqarena.warehouse.buffer import WriteBuffer
 
+# A retry that waits this long is shown (a countdown on the bar, one line without one).
+LONG_RETRY_WAIT_S = 5.0
+
 Item = TypeVar("Item")
 
 
@@ -260,10 +263,12 @@ class ProviderRequests:
                     self.answered = True
         return completion, latency
 
-    def _count_retry(self, exc: BaseException) -> None:
+    def _count_retry(self, exc: BaseException, wait_s: float) -> None:
         self.stats.retries += 1
         reason = self._reason(exc)
         self.stats.retry_reasons[reason] = self.stats.retry_reasons.get(reason, 0) + 1
+        if wait_s >= LONG_RETRY_WAIT_S:
+            self.progress.waiting(wait_s, reason, self.retry.max_retry_after_s)
 
     def _reason(self, exc: BaseException) -> str:
         """A failure in a few words: its HTTP status, else its type ('HTTP 429', 'APITimeoutError')."""

@@ -26,15 +26,16 @@ class wait_retry_after:
 def retrying(
     worth_retrying: Callable[[BaseException], bool],
     policy: RetryPolicy,
-    on_retry: Callable[[BaseException], None] | None = None,
+    on_retry: Callable[[BaseException, float], None] | None = None,
 ) -> tenacity.AsyncRetrying:
     """An AsyncRetrying for `async for attempt in ...: with attempt: ...` that retries the failures
     `worth_retrying` accepts (a provider's transient ones) and re-raises the last error once
-    `policy.attempts` are used up."""
+    `policy.attempts` are used up. `on_retry(error, seconds)` hears of each retry and its wait."""
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         if on_retry is not None and state.outcome is not None:
-            on_retry(state.outcome.exception())
+            wait = state.next_action.sleep if state.next_action is not None else 0.0
+            on_retry(state.outcome.exception(), float(wait))
 
     return tenacity.AsyncRetrying(
         stop=tenacity.stop_after_attempt(policy.attempts),

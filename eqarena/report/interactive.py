@@ -190,13 +190,28 @@ def payoff_heatmaps(
     return fig
 
 
+SUPPORT_MASS = 1e-6  # a prompt with this much equilibrium mass is in the support
+SUPPORT_SHOWN = 40  # prompts shown per equilibrium method in the prompt-support plot
+
+
+def shown_support(masses: Mapping[str, Mapping[str, float]], top: int = SUPPORT_SHOWN) -> list[str]:
+    """The prompts `prompt_support` shows: per method (masses[method][prompt]), the `top` largest with
+    mass >= SUPPORT_MASS, in order of first appearance; their texts are read for its hovers."""
+    shown: dict[str, None] = {}
+    for mass in masses.values():
+        ranked = sorted((m, p) for p, m in mass.items() if m >= SUPPORT_MASS)
+        for _, prompt in sorted(ranked, key=lambda mp: -mp[0])[:top]:
+            shown.setdefault(prompt)
+    return list(shown)
+
+
 def prompt_support(
-    prompts: Sequence[str], masses: Mapping[str, np.ndarray], texts: Mapping[str, str], top: int = 40
+    prompts: Sequence[str], masses: Mapping[str, np.ndarray], texts: Mapping[str, str], top: int = SUPPORT_SHOWN
 ) -> go.Figure:
     """Per equilibrium method, the prompts its equilibrium plays (mass above 1e-6), largest first, at most
     `top` of them; hover shows the prompt id, its text (clipped) and the exact mass."""
     methods = list(masses)
-    supported = {m: int((np.asarray(masses[m]) >= 1e-6).sum()) for m in methods}
+    supported = {m: int((np.asarray(masses[m]) >= SUPPORT_MASS).sum()) for m in methods}
     titles = [
         f"{m}: the {supported[m]} prompts in the support"
         if supported[m] <= top
@@ -208,7 +223,7 @@ def prompt_support(
     )
     for n, method in enumerate(methods):
         mass = np.asarray(masses[method])
-        order = [k for k in np.argsort(-mass, kind="stable") if mass[k] >= 1e-6][:top]
+        order = [k for k in np.argsort(-mass, kind="stable") if mass[k] >= SUPPORT_MASS][:top]
         fig.add_trace(
             go.Bar(
                 x=[f"p{prompts[k]}" for k in order],

@@ -57,17 +57,20 @@ def _ragged(rows: list) -> np.ndarray:
 
 
 def path_heatmaps(frame: pl.DataFrame, method: str, setting: str, trial: int) -> Figure:
-    """Figure 1 right / Figure 4: one trial's added prompts and prompt-player equilibria (iterations as
-    rows) and added models (skills as columns). Darker = higher focus or capability."""
+    """Figure 1 right / Figure 4: one trial's added prompts, prompt-player equilibria, equilibrium-weighted
+    prompt skills (Figure 4 right) and added models, iterations as rows. Darker = higher focus or
+    capability."""
     rows = frame.filter(
         (pl.col("method") == method)
         & (pl.col("setting") == setting)
         & (pl.col("trial") == trial)
         & (pl.col("iteration") > 0)
     ).sort("iteration")
+    weighted = rows["equilibrium_prompt_skills"].to_list() if "equilibrium_prompt_skills" in rows.columns else []
     panels = [
         ("added prompts", rows["added_prompt"].to_list(), "skill"),
         ("prompt-player equilibrium", rows["prompt_marginal"].to_list(), "prompt"),
+        ("equilibrium-weighted prompt skills", weighted, "skill"),
         ("added models", rows["added_model"].to_list(), "skill"),
     ]
     panels = [p for p in panels if any(v is not None for v in p[1])]

@@ -16,6 +16,7 @@ from eqarena.report.data import ReportData
 from eqarena.report.diagnosis import diagnose
 from eqarena.report.directory import report_dir
 from eqarena.report.evidence import read_evidence
+from eqarena.report.interactive import shown_support
 from eqarena.report.render import render_html
 from eqarena.warehouse import ratings as store
 from eqarena.warehouse.category_ratings import read_group_ratings, read_groups
@@ -33,6 +34,15 @@ def _top_prompts(ratings: list[store.RatingRow], equilibrium_methods: list[str])
     return []
 
 
+def _prompt_masses(marginals, methods: set[str]) -> dict[str, dict[str, float]]:
+    """masses[method][prompt] of the prompt player, per equilibrium method."""
+    masses: dict[str, dict[str, float]] = {m: {} for m in methods}
+    for row in marginals:
+        if row.player == "prompt" and row.method in masses:
+            masses[row.method][row.action] = row.mass
+    return masses
+
+
 @step("load_report_data")
 def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
     """Read run `run_id` (default: the latest finished rate run) from the warehouse, read-only."""
@@ -47,6 +57,8 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
         ratings = store.read_ratings(con, run_id)
         equilibria = store.read_equilibria(con, run_id)
         top = _top_prompts(ratings, ordered({e.method for e in equilibria}))
+        marginals = store.read_marginals(con, run_id)
+        support = shown_support(_prompt_masses(marginals, {e.method for e in equilibria}))
         coverage = store.read_coverage(con, run_id)
         models = sorted({r.action for r in ratings if r.player == "king"} | {r.model_a for r in coverage.pairs})
         mean_payoffs = store.read_mean_payoffs(con, run_id)
@@ -56,13 +68,15 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
             models=models,
             ratings=ratings,
             equilibria=equilibria,
-            marginals=store.read_marginals(con, run_id),
+            marginals=marginals,
             mean_payoffs=mean_payoffs,
             contributions_by_family=store.read_contributions_by_family(con, run_id),
             coverage=coverage,
             top_prompts=top,
             top_payoffs=store.read_payoffs(con, run_id, top),
-            prompt_texts=store.read_prompt_texts(con, run.parameters.get("dataset", ""), top),
+            prompt_texts=store.read_prompt_texts(
+                con, run.parameters.get("dataset", ""), list(dict.fromkeys(top + support))
+            ),
             clones=load_clone_report(con, run_id),
             risk=load_risk_report(con, run_id),
             intervals=store.read_rating_intervals(con, run_id),

@@ -87,6 +87,7 @@ def steps_frame(results: dict[Job, list[PathStep]]) -> pl.DataFrame:
             "added_model": vector(st.added_model),
             "added_prompt": vector(st.added_prompt),
             "prompt_marginal": vector(st.prompt_marginal),
+            "equilibrium_prompt_skills": vector(st.equilibrium_prompt_skills),
             "rounds": st.rounds,
             "top_ranked": st.top_ranked,
         }
@@ -103,6 +104,7 @@ def steps_frame(results: dict[Job, list[PathStep]]) -> pl.DataFrame:
         "added_model": pl.List(pl.Float64),
         "added_prompt": pl.List(pl.Float64),
         "prompt_marginal": pl.List(pl.Float64),
+        "equilibrium_prompt_skills": pl.List(pl.Float64),
         "rounds": pl.Int32,
         "top_ranked": pl.Boolean,
     }

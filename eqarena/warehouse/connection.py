@@ -75,6 +75,8 @@ def connect(
         raise WarehouseUnusableError(f"{db_path} is a directory, not a DuckDB warehouse file")
     if read_only and not db_path.exists():
         raise FileNotFoundError(f"database {db_path} does not exist yet (run `eqarena ingest` first)")
+    if db_path.is_symlink() and not db_path.exists() and not db_path.resolve().parent.is_dir():
+        raise WarehouseUnusableError(f"{db_path} is a link to {os.readlink(db_path)}, whose folder does not exist")
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -107,7 +109,12 @@ def _open_waiting(db_path: Path, read_only: bool, wait_s: float) -> duckdb.DuckD
         except duckdb.Error as exc:
             message = str(exc)
             if "lock" not in message.lower():
-                raise unusable_warehouse(exc, db_path) or exc from None
+                found = unusable_warehouse(exc, db_path)
+                if found is None and isinstance(exc, duckdb.IOException):  # any other reason the file will not open
+                    found = WarehouseUnusableError(
+                        f"{db_path} cannot be opened (DuckDB: {bounded(message.splitlines()[0])})"
+                    )
+                raise found or exc from None
             holder = _lock_holder(message)
             if time.monotonic() >= deadline:
                 waited = f" (waited {wait_s:g} s; --wait SECONDS waits longer)" if wait_s > 0 else ""
@@ -144,6 +151,8 @@ _DAMAGE = (
     ("permission denied", "cannot be opened: permission denied"),
     ("read-only file system", "cannot be written: read-only file system"),
     ("no space left", "cannot be written: no space left on the device"),
+    ("operation not permitted", "cannot be written: operation not permitted (an immutable file, chattr +i?)"),
+    ("no such file or directory", "cannot be opened: no such file or directory"),
 )
 
 

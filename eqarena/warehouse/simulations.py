@@ -18,6 +18,7 @@ STEP_COLUMNS = (
     "added_model",
     "added_prompt",
     "prompt_marginal",
+    "equilibrium_prompt_skills",
     "rounds",
     "top_ranked",
 )

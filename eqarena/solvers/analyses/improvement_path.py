@@ -31,8 +31,9 @@ TIE = 1e-6  # a candidate whose rating is within TIE of the best model's is top-
 class PathStep:
     """The state after `iteration` (0 = the initial draw): the skill entropies H(p̄_t), H(m̄_t), the
     model and prompt added (None at 0; the prompt also None in the "initial" setting), the improvement
-    rounds the model took (top_ranked False if it hit max_rounds) and the prompt player's equilibrium
-    marginal over the P_t prompts (None for a model-rating method)."""
+    rounds the model took (top_ranked False if it hit max_rounds), the prompt player's equilibrium
+    marginal x over the P_t prompts and the equilibrium-weighted prompt skills sum_p x_p p (K,), what
+    the paper's Figure 4 right shows (both None for a model-rating method)."""
 
     iteration: int
     prompt_entropy: float
@@ -42,6 +43,7 @@ class PathStep:
     prompt_marginal: np.ndarray | None
     rounds: int = 0
     top_ranked: bool = True
+    equilibrium_prompt_skills: np.ndarray | None = None
 
 
 def skill_entropy(vectors: np.ndarray) -> float:
@@ -111,8 +113,19 @@ def improvement_path(rate: Rater, setting: str, sizes: PathSizes = PathSizes(), 
     ones = np.ones(sizes.skills)
     prompts = rng.dirichlet(ones, sizes.initial_prompts)
     models = rng.dirichlet(ones, sizes.initial_models)
+    marginal = rate.prompt_marginal(prompts, models)
     steps = [
-        PathStep(0, skill_entropy(prompts), skill_entropy(models), None, None, rate.prompt_marginal(prompts, models))
+        PathStep(
+            0,
+            skill_entropy(prompts),
+            skill_entropy(models),
+            None,
+            None,
+            marginal,
+            0,
+            True,
+            _weighted(marginal, prompts),
+        )
     ]
     for t in range(1, sizes.iterations + 1):
         added_prompt = None
@@ -123,6 +136,7 @@ def improvement_path(rate: Rater, setting: str, sizes: PathSizes = PathSizes(), 
             prompts = np.vstack([prompts, added_prompt])
         model, rounds, top = _new_model(rate, prompts, models, sizes, rng)
         models = np.vstack([models, model])
+        marginal = rate.prompt_marginal(prompts, models)
         steps.append(
             PathStep(
                 t,
@@ -130,12 +144,18 @@ def improvement_path(rate: Rater, setting: str, sizes: PathSizes = PathSizes(), 
                 skill_entropy(models),
                 model,
                 added_prompt,
-                rate.prompt_marginal(prompts, models),
+                marginal,
                 rounds,
                 top,
+                _weighted(marginal, prompts),
             )
         )
     return steps
+
+
+def _weighted(marginal: np.ndarray | None, prompts: np.ndarray) -> np.ndarray | None:
+    """sum_p x_p p: the prompts' skills (P, K) weighted by the prompt player's equilibrium x (P,)."""
+    return None if marginal is None else np.asarray(marginal) @ prompts
 
 
 def _new_model(rate: Rater, prompts, models, sizes: PathSizes, rng) -> tuple[np.ndarray, int, bool]:
