@@ -92,6 +92,7 @@ class Counters:
     parked: int = 0  # requests waiting at the hold_after gate now
     success_times: list = field(default_factory=list)
     request_times: list = field(default_factory=list)
+    sampling: collections.Counter = field(default_factory=collections.Counter)  # (max tokens, temperature) asked
 
     @property
     def injected_faults(self) -> int:
@@ -236,6 +237,7 @@ class FakeLLMServer:
                 parked=c.parked,
                 success_times=list(c.success_times),
                 request_times=list(c.request_times),
+                sampling=collections.Counter(c.sampling),
             )
 
     def release(self, *, reject: bool = False) -> None:
@@ -371,6 +373,7 @@ class FakeLLMServer:
             if self.record_times:
                 self.counters.request_times.append(time.monotonic())
             n = _requested_samples(body, api)
+            self.counters.sampling[_sampling(body, api)] += 1
             if self.counters.requests <= self.fault_first:
                 fault = self.fault_kinds[(self.counters.requests - 1) % len(self.fault_kinds)]
             else:
@@ -639,6 +642,14 @@ def _requested_samples(body: dict, api: str) -> int:
     if api == "openai":
         return int(body.get("n") or 1)
     return int((body.get("generationConfig") or {}).get("candidateCount") or 1)
+
+
+def _sampling(body: dict, api: str) -> tuple:
+    """(max output tokens, temperature) a chat or generateContent body asks for (None: not given)."""
+    if api == "openai":
+        return body.get("max_completion_tokens") or body.get("max_tokens"), body.get("temperature")
+    config = body.get("generationConfig") or {}
+    return config.get("maxOutputTokens"), config.get("temperature")
 
 
 def _texts(body: dict, api: str) -> tuple[str, str]:

@@ -312,3 +312,36 @@ def test_adaptive_rounds_against_a_provider_over_http(prefect_harness, tmp_path)
     status = con.execute("SELECT status FROM runs WHERE run_id = ?", [out.run_id]).fetchall()[0][0]
     con.close()
     assert stored == requests and status == "ok"
+
+
+def test_adaptive_rounds_send_the_runs_sampling_options_and_rate_limits(prefect_harness, tmp_path):
+    """`judge --adaptive` sends --max-tokens and --temperature with every call and keeps to --rpm (it
+    used to judge with the default sampling and no rate limit)."""
+    from fake_llm_server import FakeLLMServer, plant_dataset
+    from judging import judge_options
+
+    from eqarena import warehouse
+    from eqarena.flows.judge_adaptive import adaptive_judge_flow
+    from eqarena.options import AdaptiveOptions, GenerationOptions
+
+    quality = {"m1": 0.1, "m2": 0.05, "m3": -0.05}
+    db = tmp_path / "toy.duckdb"
+    con = warehouse.connect(db)
+    plant_dataset(con, "toy", [str(p) for p in range(1, 4)], list(quality))
+    con.close()
+    with FakeLLMServer(quality, rpm_limit=120.0) as server:  # 429 beyond 2 requests a second
+        options = judge_options(
+            f"openai-compatible:judge@{server.openai_base_url}",
+            samples_per_order=1,
+            max_calls=6,
+            multi_sample=False,
+            concurrency=4,
+            rpm=60.0,  # one a second: the server never has to refuse
+            generation=GenerationOptions(max_tokens=77, temperature=0.3),
+            adaptive=AdaptiveOptions(batch_calls=6, replicates=5, initial_prompts=1, seed=2),
+        )
+        out = adaptive_judge_flow(options, str(db))
+        seen = server.snapshot()
+    assert seen.requests == out.calls[-1] == 6
+    assert dict(seen.sampling) == {(77, 0.3): 6}
+    assert seen.rate_limited == 0

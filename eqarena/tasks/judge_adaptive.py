@@ -19,7 +19,7 @@ from eqarena.judge.plan import PlannedRequest
 from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.llm.budget import Budget
 from eqarena.llm.pricing import estimate_message_tokens
-from eqarena.options import AdaptiveOptions, GenerationOptions, RunLimits
+from eqarena.options import AdaptiveOptions
 from eqarena.solvers.sparse.adaptive import AdaptiveResult, CellStats, adaptive_judging
 from eqarena.tasks.judge import JudgeSession, add_stats
 from eqarena.tasks.runs import RunLog
@@ -112,8 +112,8 @@ class AdaptiveJudge:
             writer=JudgmentWriter(session.con),
             run_id=self.run_id,
             retry=options.retry,
-            limits=RunLimits(concurrency=options.limits.concurrency),
-            options=GenerationOptions(),
+            limits=options.limits,  # --concurrency, --rpm and --tpm, as a plain judge run takes them
+            options=options.generation,  # --max-tokens, --temperature
             price=session.setup.price,
             budget=self.budget,
             multi_sample=False,
