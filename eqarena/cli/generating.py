@@ -15,6 +15,8 @@ from eqarena.cli.output import say
 from eqarena.cli.support import (
     DATASET_HELP,
     DB_HELP,
+    MAX_RETRY_AFTER,
+    PANEL_RATE_LIMITS_AND_RETRIES,
     WAIT,
     checked_dataset,
     cli_errors,
@@ -28,7 +30,6 @@ from eqarena.options import ANSWER_MAX_TOKENS, GenerateOptions, GenerationOption
 PANEL_MODEL = "Model and prompts"
 PANEL_PLAN_AND_COST = "Plan and cost"
 PANEL_REQUESTS = "Requests"
-PANEL_RATE_LIMITS_AND_RETRIES = "Rate limits and retries"
 PANEL_BATCH = "Batch API"
 
 
@@ -120,14 +121,7 @@ def generate(
         min=0,
         help="First backoff in seconds when the server sends no Retry-After.",
     ),
-    max_retry_after: float = typer.Option(
-        RetryPolicy.max_retry_after_s,
-        "--max-retry-after",
-        rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES,
-        min=0,
-        help="Longest wait in seconds a server's Retry-After is obeyed for; a longer one is cut to this. "
-        "Waits over 5 s are shown with a countdown.",
-    ),
+    max_retry_after: float = MAX_RETRY_AFTER,
     timeout: float = typer.Option(
         RetryPolicy.timeout_s,
         "--timeout",

@@ -13,6 +13,7 @@ import typer
 
 from eqarena.exceptions import EqarenaError, exception_chain
 from eqarena.messages import bounded
+from eqarena.options import RetryPolicy
 from eqarena.warehouse.connection import (
     DEFAULT_LOCK_WAIT_S,
     WAIT_ENV_VAR,
@@ -65,6 +66,17 @@ def apply_wait(wait: float | None) -> float | None:
 
 
 WAIT = typer.Option(None, "--wait", min=0.0, metavar="SECONDS", callback=apply_wait, help=WAIT_HELP)
+
+# The provider commands' (judge, generate) panel of rate limits and retries, and an option they share.
+PANEL_RATE_LIMITS_AND_RETRIES = "Rate limits and retries"
+MAX_RETRY_AFTER = typer.Option(
+    RetryPolicy.max_retry_after_s,
+    "--max-retry-after",
+    rich_help_panel=PANEL_RATE_LIMITS_AND_RETRIES,
+    min=0,
+    help="Longest wait in seconds a server's Retry-After is obeyed for; a longer one is cut to this. "
+    "Waits over 5 s are shown with a countdown.",
+)
 
 
 def release_frames(exc: BaseException) -> None:
