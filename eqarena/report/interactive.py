@@ -199,8 +199,8 @@ def shown_support(masses: Mapping[str, Mapping[str, float]], top: int = SUPPORT_
     mass >= SUPPORT_MASS, in order of first appearance; their texts are read for its hovers."""
     shown: dict[str, None] = {}
     for mass in masses.values():
-        ranked = sorted((m, p) for p, m in mass.items() if m >= SUPPORT_MASS)
-        for _, prompt in sorted(ranked, key=lambda mp: -mp[0])[:top]:
+        supported = [(-m, p) for p, m in mass.items() if m >= SUPPORT_MASS]
+        for _, prompt in sorted(supported)[:top]:  # largest mass first
             shown.setdefault(prompt)
     return list(shown)
 
