@@ -194,15 +194,10 @@ SUPPORT_MASS = 1e-6  # a prompt with this much equilibrium mass is in the suppor
 SUPPORT_SHOWN = 40  # prompts shown per equilibrium method in the prompt-support plot
 
 
-def shown_support(masses: Mapping[str, Mapping[str, float]], top: int = SUPPORT_SHOWN) -> list[str]:
-    """The prompts `prompt_support` shows: per method (masses[method][prompt]), the `top` largest with
-    mass >= SUPPORT_MASS, in order of first appearance; their texts are read for its hovers."""
-    shown: dict[str, None] = {}
-    for mass in masses.values():
-        supported = [(-m, p) for p, m in mass.items() if m >= SUPPORT_MASS]
-        for _, prompt in sorted(supported)[:top]:  # largest mass first
-            shown.setdefault(prompt)
-    return list(shown)
+def shown_support(masses: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Every prompt some method's equilibrium plays (masses[method][prompt] >= SUPPORT_MASS), in order of
+    first appearance: `prompt_support` shows some of them, and their texts are read for its hovers."""
+    return list(dict.fromkeys(p for mass in masses.values() for p, m in mass.items() if m >= SUPPORT_MASS))
 
 
 def prompt_support(
