@@ -48,3 +48,16 @@ def test_large_arrays_grouped_by_hash_match_numpy_unique(seed):
     seen_first, seen_labels = identical_rows(rows)
     np.testing.assert_array_equal(seen_first, np.sort(first))
     np.testing.assert_array_equal(rows[seen_first[seen_labels]], rows)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_few_long_rows_sort_as_numpy_unique(seed):
+    """A king's rows of a support sub-game: a few rows of thousands of entries that differ late."""
+    rng = np.random.default_rng(seed)
+    distinct = np.repeat(rng.integers(-1, 2, size=(1, 1050)) / 1.0, 4, axis=0)
+    distinct[np.arange(4), 1000 + rng.permutation(4)] += 0.5  # each differs from the others only near the end
+    rows = distinct[rng.integers(0, 4, size=9)]
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    sorted_first, sorted_labels = identical_rows(rows, lexicographic=True)
+    np.testing.assert_array_equal(sorted_first, first)
+    np.testing.assert_array_equal(sorted_labels, inverse.reshape(-1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import jax
@@ -405,3 +406,15 @@ def test_a_polish_that_merges_actions_alike_only_on_the_support_is_not_regular()
         copies[group] = u[group[0]]
     polished, _, regular = polish(koth_game(copies), eq.marginals, supports)
     assert polished is not None and regular
+
+
+def test_a_predictor_that_overflows_is_rejected_without_a_warning():
+    """A 120x8x8 game (prompts of a baseline-only preference table, 75% imputed) whose trace reaches
+    lambda ~ 1e6, where a predictor point's logits overflow. That step is rejected; it used to print
+    numpy's overflow RuntimeWarnings on the user's console from inside the solver."""
+    game = koth_game(np.load(Path(__file__).parent / "data" / "overflowing_predictor_game.npy"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eq = nash(game, "uniform")
+    assert eq.diagnostics["stop_reason"] == "converged"
+    assert eq.exploitability <= 1e-6

@@ -57,6 +57,15 @@ def trace_branch(
     system: LogitSystem, z0: np.ndarray, monitor: Monitor, options: ContinuationOptions
 ) -> tuple[np.ndarray, ContinuationStats]:
     """Follow H(z) = 0 from z0 (lambda = 0) with lambda initially increasing; returns the last point."""
+    # A predictor far off the branch (lambda in the millions on a degenerate game) can overflow the logits:
+    # its step is not finite and is rejected, which is no cause for a warning on the user's console.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _trace(system, z0, monitor, options)
+
+
+def _trace(
+    system: LogitSystem, z0: np.ndarray, monitor: Monitor, options: ContinuationOptions
+) -> tuple[np.ndarray, ContinuationStats]:
     stats = ContinuationStats()
     e_lam = np.zeros(system.dim)
     e_lam[-1] = 1.0
