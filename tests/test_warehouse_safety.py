@@ -27,6 +27,7 @@ from eqarena.warehouse.snapshot import connect_snapshot, publish_snapshot, snaps
 
 EQARENA = Path(sys.executable).with_name("eqarena")
 pytestmark = pytest.mark.integration
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
 QUICK_RATE = ("rate", "--bootstrap", "0", "--methods", "bt,ne")
 
 
@@ -144,6 +145,48 @@ def test_report_into_a_file_is_one_error_line(rated, tmp_path):
     in_the_way.write_text("keep me")
     assert_one_error_line(eqarena("report", "--db", rated, "--out", in_the_way), f"{in_the_way} is a file")
     assert in_the_way.read_text() == "keep me"
+
+
+def test_a_full_disk_under_the_report_is_one_line_and_leaves_no_temporary_file(rated, tmp_path):
+    """The report is written through `.<name>.tmp`; that name pointed at /dev/full makes its write fail
+    as on a full disk (ENOSPC), without filling one."""
+    run_id = query(rated, "SELECT run_id FROM runs WHERE kind = 'rate' AND status = 'ok' ORDER BY started_at DESC")[0][
+        0
+    ]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / f".eqarena-{run_id}.html.tmp").symlink_to("/dev/full")
+    line = assert_one_error_line(
+        eqarena("report", "--db", rated, "--out", out), "No space left on device", f"eqarena report --run {run_id}"
+    )
+    assert f"run {run_id} is stored" in line
+    assert list(out.iterdir()) == []  # neither the temporary file nor a cut report
+
+
+def test_damage_in_blocks_a_writer_does_not_read_is_never_published(rated, tmp_path):
+    """An import reads no ratings, so DuckDB never meets the damaged block of that table while importing;
+    the copy is verified before it replaces the readers' snapshot, which keeps the last sound one."""
+    db = tmp_path / "w.duckdb"
+    _garble_tables(rated, db, ("ratings",))
+    shutil.copy(snapshot_path(rated), snapshot_path(db))
+    sound = _sha(snapshot_path(db))
+    result = eqarena("import", "pairwise", "--db", db, EXAMPLES / "pairwise.csv")
+    assert_one_error_line(result, f"{db} is damaged (blocks of ratings fail", "snapshot was not published")
+    assert _sha(snapshot_path(db)) == sound
+    assert not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
+
+
+def test_a_snapshot_that_cannot_be_published_leaves_the_run_ok_in_one_line(tmp_path):
+    """A directory where the readers' snapshot goes: the import commits and its run stays `ok`; the
+    command says so in one line, exit 1, and leaves no temporary copy."""
+    db = tmp_path / "w.duckdb"
+    snapshot_path(db).mkdir()
+    result = eqarena("import", "pairwise", "--db", db, EXAMPLES / "pairwise.csv")
+    line = assert_one_error_line(result, f"the run is stored in {db}", str(snapshot_path(db)))
+    assert "readers see the previous one" in line
+    assert query(db, "SELECT kind, status FROM runs") == [("import", "ok")]
+    assert query(db, "SELECT count(*) FROM judgments")[0][0] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([db.name, snapshot_path(db).name])
 
 
 def _hold_open(db: Path) -> subprocess.Popen:

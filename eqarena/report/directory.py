@@ -9,7 +9,7 @@ from eqarena.exceptions import EqarenaError
 
 
 class ReportDirError(EqarenaError, OSError):
-    """The report's directory cannot be made or written."""
+    """The report's directory cannot be made or written, or the report cannot be written into it."""
 
 
 def report_dir(out_dir: str | Path) -> Path:
@@ -25,3 +25,22 @@ def report_dir(out_dir: str | Path) -> Path:
     if not os.access(out, os.W_OK | os.X_OK):
         raise ReportDirError(f"cannot write into the report directory {out}: permission denied")
     return out
+
+
+def write_whole(path: Path, text: str, run_id: str) -> Path:
+    """Write `text` to `path` through a temporary file beside it, so that `path` is either the whole new
+    report or what it was before; on a failure (a full disk, a quota) the temporary file is removed and
+    ReportDirError says, in one line, that the run `run_id` is stored and how to write its report again."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except BaseException as exc:  # an interrupt leaves no temporary file either
+        tmp.unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
+        raise ReportDirError(
+            f"cannot write the report {path}: {exc.strerror or exc}; run {run_id} is stored "
+            f"(`eqarena report --run {run_id}` writes its report again)"
+        ) from None
+    return path

@@ -14,7 +14,7 @@ from eqarena.report.analyses import load_clone_report, load_risk_report
 from eqarena.report.category_table import category_table
 from eqarena.report.data import ReportData
 from eqarena.report.diagnosis import diagnose
-from eqarena.report.directory import report_dir
+from eqarena.report.directory import report_dir, write_whole
 from eqarena.report.evidence import read_evidence
 from eqarena.report.interactive import shown_support
 from eqarena.report.render import render_html
@@ -91,7 +91,4 @@ def write_report(data: ReportData, out_dir: str | Path, drawing: Executor | None
     """Write `eqarena-<run_id>.html` into `out_dir` (created if needed); returns its path. `drawing`:
     helper processes that draw figures too (`report.drawing`)."""
     path = report_dir(out_dir) / f"eqarena-{data.run.run_id}.html"
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render_html(data, drawing), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_whole(path, render_html(data, drawing), data.run.run_id)

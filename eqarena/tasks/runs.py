@@ -4,7 +4,8 @@ with RunLog(db, "ingest", parameters) as log:     # a `running` row now (start=T
     with log.timed("read"):
         ...
     log.finish(message="...", data_fingerprint=...)  # the `ok` row
-# an exception inside the block leaves a `failed` row with its message, then propagates
+# an exception inside the block leaves a `failed` row with its message (`interrupted` for Ctrl-C), then
+# propagates; one from publishing the readers' snapshot after the finished row leaves that row as it is
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from eqarena.messages import bounded
 from eqarena.orchestration.runtime import current_flow_run_id
 from eqarena.orchestration.steps import step
 from eqarena.warehouse.runs import RunRecord, upsert_run
-from eqarena.warehouse.snapshot import publish_snapshot
+from eqarena.warehouse.snapshot import SnapshotNotPublished, publish_snapshot
 
 _log = logging.getLogger("eqarena.runs")
 
@@ -105,14 +106,16 @@ class RunLog:
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
-        if exc is None or not self.start:
-            return
+        if exc is None or not self.start or isinstance(exc, SnapshotNotPublished):
+            return  # (the run's row was written before its snapshot could not be: it stays as recorded)
         failed = self.record(
             "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
             message=bounded(exc) or type(exc).__name__,
         )
         try:
             record_run(self.db, failed)
+        except SnapshotNotPublished:  # the row is written; the run's own error says what went wrong
+            pass
         except Exception as error:  # a damaged or busy warehouse: the run's own error is what matters
             _log.warning("could not record run %s as %s: %s", self.run_id, failed.status, bounded(error))
 
