@@ -124,6 +124,31 @@ def test_interrupted_query_tells_duckdb_interrupts_from_other_errors():
     assert not interrupted_query(RuntimeError("Query failed"))
 
 
+def test_a_run_whose_query_is_interrupted_is_recorded_interrupted_not_failed(tmp_path):
+    """Ctrl-C during a run's write reaches Python as DuckDB's error, not a KeyboardInterrupt: the run's
+    row still says `interrupted`, so a user can tell it from a fault."""
+    import threading
+    from contextlib import closing
+
+    import duckdb
+
+    from eqarena import warehouse
+    from eqarena.tasks.runs import RunLog
+
+    db = str(tmp_path / "w.duckdb")
+    with pytest.raises(duckdb.Error):
+        with RunLog(db, "import", {}) as log, closing(duckdb.connect()) as busy:
+            threading.Timer(0.3, busy.interrupt).start()
+            busy.execute("SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3").fetchall()
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        assert con.execute("SELECT status FROM runs WHERE run_id = ?", [log.run_id]).fetchall() == [("interrupted",)]
+    with pytest.raises(ValueError):
+        with RunLog(db, "import", {}) as failed:
+            raise ValueError("a bad row")
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        assert con.execute("SELECT status FROM runs WHERE run_id = ?", [failed.run_id]).fetchall() == [("failed",)]
+
+
 @pytest.mark.parametrize("late", [False, True], ids=["prompt", "late"])
 @pytest.mark.parametrize("where", ["gc callback", "weakref callback"])
 def test_an_interrupt_where_python_drops_exceptions_is_raised_after_it(where, late, monkeypatch):

@@ -25,6 +25,7 @@ from eqarena import warehouse
 from eqarena.messages import bounded
 from eqarena.orchestration.runtime import current_flow_run_id
 from eqarena.orchestration.steps import step
+from eqarena.warehouse.connection import interrupted_query
 from eqarena.warehouse.runs import RunRecord, upsert_run
 from eqarena.warehouse.snapshot import SnapshotNotPublished, publish_snapshot
 
@@ -109,7 +110,7 @@ class RunLog:
         if exc is None or not self.start or isinstance(exc, SnapshotNotPublished):
             return  # (the run's row was written before its snapshot could not be: it stays as recorded)
         failed = self.record(
-            "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+            "interrupted" if isinstance(exc, KeyboardInterrupt) or interrupted_query(exc) else "failed",
             message=bounded(exc) or type(exc).__name__,
         )
         try:
