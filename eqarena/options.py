@@ -483,10 +483,25 @@ class IngestOptions:
 
 
 @dataclass(frozen=True)
+class InputLimits:
+    """What one import takes in at most (`importers.limits`): `models` models, names (model and prompt
+    ids) of `name_chars` characters, prompt and answer texts of `text_chars` characters."""
+
+    models: int = 1000
+    name_chars: int = 200
+    text_chars: int = 100_000
+
+    def __post_init__(self):
+        _at_least("--max-models", self.models, 2)
+        _at_least("--max-name-chars", self.name_chars, 1)
+        _at_least("--max-text-chars", self.text_chars, 1)
+
+
+@dataclass(frozen=True)
 class ImportOptions:
     """`eqarena import`: files `paths` in format `fmt` into dataset `dataset` (default: from the
     files' names), under judge id `judge` (battles, pairwise, scores), against `baseline`
-    (arena-hard-auto v0.1), with the payoff of two scores (`payoff`, `scale`)."""
+    (arena-hard-auto v0.1), with the payoff of two scores (`payoff`, `scale`), within `limits`."""
 
     fmt: ImportFormat
     paths: tuple[str, ...]
@@ -498,6 +513,7 @@ class ImportOptions:
     replace: bool = False
     layout: ImportLayout | None = None
     id_column: str | None = None
+    limits: InputLimits = InputLimits()
 
     def __post_init__(self):
         _tuple(self, "paths")
@@ -549,6 +565,7 @@ __all__ = [
     "ImportFormat",
     "ImportLayout",
     "ImportOptions",
+    "InputLimits",
     "IngestOptions",
     "JudgeOptions",
     "MainJobOptions",

@@ -10,7 +10,7 @@ import typer
 from eqarena.cli.output import print_changes, say
 from eqarena.cli.support import DB_HELP, SOURCE_HELP, WAIT, cli_errors, db_option, options_errors, run_pipeline
 from eqarena.messages import terminal_safe
-from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions
+from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions, InputLimits
 
 
 @cli_errors()
@@ -100,6 +100,17 @@ def import_data(
         1.0, "--scale", help="scores: the score gap that counts as decisive (e.g. 100 for percentages)."
     ),
     replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
+    max_models: int = typer.Option(
+        InputLimits.models,
+        "--max-models",
+        help="Refuse an import of more models than this (a game's payoff tensor grows with their square).",
+    ),
+    max_name_chars: int = typer.Option(
+        InputLimits.name_chars, "--max-name-chars", help="Refuse model names and prompt ids longer than this."
+    ),
+    max_text_chars: int = typer.Option(
+        InputLimits.text_chars, "--max-text-chars", help="Refuse prompt and answer texts longer than this."
+    ),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
@@ -117,6 +128,7 @@ def import_data(
             replace=replace,
             layout=layout,
             id_column=id_column,
+            limits=InputLimits(models=max_models, name_chars=max_name_chars, text_chars=max_text_chars),
         )
         missing = [str(p) for p in paths if not p.exists()]
         if missing:

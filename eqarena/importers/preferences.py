@@ -22,9 +22,11 @@ from pathlib import Path
 import polars as pl
 
 from eqarena.datasets.records import DatasetError
+from eqarena.importers.limits import refuse_many_models
 from eqarena.importers.pairwise import to_dataset
 from eqarena.importers.result import Imported
 from eqarena.importers.tables import WHERE, fail_where, id_column, numeric_column, read_table, text_column
+from eqarena.options import InputLimits
 
 TEMPLATE_TAG = "preferences"
 ID_COLUMNS = ("prompt_id", "question_id", "instruction_idx")
@@ -33,14 +35,19 @@ NOT_MODELS = (WHERE, "prompt_id", "category", *TEXT_COLUMNS)
 
 
 def read_preference_table(
-    paths: list[Path], name: str | None, judge: str | None, baseline: str, id_name: str | None = None
+    paths: list[Path],
+    name: str | None,
+    judge: str | None,
+    baseline: str,
+    id_name: str | None = None,
+    limits: InputLimits = InputLimits(),
 ) -> Imported:
     """Every non-empty preference of the tables at `paths` as two judgments (see module docstring)."""
     if not baseline:
         raise DatasetError("a preferences table needs --baseline (the model every column is compared with)")
     frames, notes = [], []
     for path in paths:
-        frame, note = _read_one(path, judge or f"imported:{path.stem}", baseline, id_name)
+        frame, note = _read_one(path, judge or f"imported:{path.stem}", baseline, id_name, limits)
         frames.append(frame)
         notes.extend(note)
     frame = pl.concat(frames, how="diagonal_relaxed")
@@ -50,7 +57,9 @@ def read_preference_table(
     return Imported(dataset, tuple(notes))
 
 
-def _read_one(path: Path, judge: str, baseline: str, id_name: str | None) -> tuple[pl.DataFrame, list[str]]:
+def _read_one(
+    path: Path, judge: str, baseline: str, id_name: str | None, limits: InputLimits
+) -> tuple[pl.DataFrame, list[str]]:
     frame = read_table(path)
     prompt = id_column(frame, path, id_name, ID_COLUMNS)
     frame = text_column(frame, prompt)
@@ -65,6 +74,7 @@ def _read_one(path: Path, judge: str, baseline: str, id_name: str | None) -> tup
         notes.append(f"{path}: skipped the column of the baseline {baseline!r}")
     if not models:
         raise DatasetError(f"{path}: no model columns (a preferences table has a column per model)")
+    refuse_many_models(len(models) + 1, limits, f"{path} (a column per model, and the baseline)")
     for model in models:
         frame = numeric_column(frame, model, required=False, nan_is_empty=True)
     cells = (

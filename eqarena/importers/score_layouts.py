@@ -17,8 +17,9 @@ from pathlib import Path
 import polars as pl
 
 from eqarena.datasets.records import DatasetError
+from eqarena.importers.limits import refuse_many_models
 from eqarena.importers.tables import WHERE, id_column, numeric_column, read_table, text_column
-from eqarena.options import ImportLayout
+from eqarena.options import ImportLayout, InputLimits
 
 PROMPT_ID_COLUMNS = ("prompt_id", "question_id", "task")
 MODEL_ID_COLUMNS = ("model", "model_name")
@@ -26,13 +27,17 @@ NOT_SCORES = ("prompt_id", WHERE, "prompt_text", "category")
 COLUMNS = ["prompt_id", "model", "score", WHERE]
 
 
-def long_scores(path: Path, layout: ImportLayout | None = None, id_name: str | None = None) -> pl.DataFrame:
-    """(prompt_id, model, score, where) rows of the score table at `path` in `layout` (module docstring)."""
+def long_scores(
+    path: Path, layout: ImportLayout | None = None, id_name: str | None = None, limits: InputLimits = InputLimits()
+) -> pl.DataFrame:
+    """(prompt_id, model, score, where) rows of the score table at `path` in `layout` (module docstring);
+    a table with more model columns or rows than `limits.models` is refused before its cells are parsed."""
     layout = ImportLayout(layout) if layout else None
     if layout is ImportLayout.PREFERENCES:
         raise ValueError("--layout preferences is a pairwise layout (import pairwise FILE --layout preferences)")
     frame = read_table(path)
     if layout is ImportLayout.MODELS_BY_TASKS:
+        refuse_many_models(frame.height, limits, f"{path} (a row per model)")
         return _models_by_tasks(frame, path, id_name)
     prompt = id_column(frame, path, id_name, PROMPT_ID_COLUMNS)
     frame = text_column(frame, prompt)
@@ -40,6 +45,7 @@ def long_scores(path: Path, layout: ImportLayout | None = None, id_name: str | N
         frame = frame.drop("prompt_id", strict=False).rename({prompt: "prompt_id"})
     if layout is ImportLayout.LONG or (layout is None and {"model", "score"} <= set(frame.columns)):
         return _long(frame, path)
+    refuse_many_models(len([c for c in frame.columns if c not in NOT_SCORES]), limits, f"{path} (a column per model)")
     return _wide(frame, path)
 
 

@@ -25,7 +25,7 @@ from eqarena.datasets.records import SCORE_SCHEMA, Dataset, DatasetError, Prompt
 from eqarena.importers.result import Imported
 from eqarena.importers.score_layouts import long_scores
 from eqarena.importers.tables import first_duplicate
-from eqarena.options import ImportLayout, ScorePayoff
+from eqarena.options import ImportLayout, InputLimits, ScorePayoff
 
 
 def payoff_template(payoff: ScorePayoff, scale: float) -> str:
@@ -41,6 +41,7 @@ def read_score_table(
     scale: float = 1.0,
     layout: ImportLayout | None = None,
     id_name: str | None = None,
+    limits: InputLimits = InputLimits(),
 ) -> Imported:
     """Every non-empty score of the tables at `paths` in `layout` (module docstring; None: long or wide
     by the columns), the prompt id in column `id_name` when given; a prompt needs two scores."""
@@ -52,7 +53,7 @@ def read_score_table(
     prompts: dict[str, Prompt] = {}
     notes = []
     for path in paths:
-        scores = long_scores(path, layout, id_name)
+        scores = long_scores(path, layout, id_name, limits)
         first_duplicate(
             scores, ["prompt_id", "model"], lambda r: f"score of model {r['model']!r} on prompt {r['prompt_id']!r}"
         )

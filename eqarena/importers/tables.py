@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 import polars as pl
 
 from eqarena.datasets.records import DatasetError, json_error, read_jsonl
+from eqarena.importers.limits import refuse_binary
 
 WHERE = "where"
 Record = Callable[[dict], dict]  # picks (and flattens) the fields an importer needs from a JSON object
@@ -50,6 +51,8 @@ def read_table(path: Path, record: Record | None = None) -> pl.DataFrame:
     if not path.is_file():
         raise DatasetError(f"{path}: no such file")
     kind = table_format(path)
+    if kind != "parquet" and not path.name.lower().endswith(".gz"):
+        refuse_binary(path)
     if kind in ("csv", "tsv"):
         return _read_csv(path, "\t" if kind == "tsv" else ",")
     if kind == "parquet":

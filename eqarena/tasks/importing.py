@@ -10,6 +10,7 @@ from eqarena import warehouse
 from eqarena.datasets.records import DatasetError
 from eqarena.importers.arena_hard_auto import read_arena_hard_judgments
 from eqarena.importers.battles import read_battles
+from eqarena.importers.limits import check_bounds
 from eqarena.importers.pairwise import read_pairwise_table
 from eqarena.importers.preferences import read_preference_table
 from eqarena.importers.result import Imported
@@ -31,20 +32,30 @@ class ImportSummary:
 
 @step("read_import")
 def read_import(options: ImportOptions) -> Imported:
-    """Read and validate `options.paths` as `options.fmt`; DatasetError names file:line."""
+    """Read and validate `options.paths` as `options.fmt` within `options.limits`; DatasetError names
+    file:line (or the field over a bound)."""
     files = [Path(p) for p in options.paths]
     if not files:
         raise DatasetError("no input file given")
+    imported = _read(files, options)
+    check_bounds(imported.dataset, options.limits)
+    return imported
+
+
+def _read(files: list[Path], options: ImportOptions) -> Imported:
+    limits = options.limits
     if options.fmt is ImportFormat.ARENA_HARD_AUTO:
         return read_arena_hard_judgments(files, options.dataset, options.baseline)
     if options.fmt is ImportFormat.BATTLES:
         return read_battles(files, options.dataset, options.judge)
     if options.fmt is ImportFormat.PAIRWISE:
         if options.layout is ImportLayout.PREFERENCES:
-            return read_preference_table(files, options.dataset, options.judge, options.baseline, options.id_column)
+            return read_preference_table(
+                files, options.dataset, options.judge, options.baseline, options.id_column, limits
+            )
         return read_pairwise_table(files, options.dataset, options.judge, options.id_column)
     return read_score_table(
-        files, options.dataset, options.judge, options.payoff, options.scale, options.layout, options.id_column
+        files, options.dataset, options.judge, options.payoff, options.scale, options.layout, options.id_column, limits
     )
 
 
