@@ -345,3 +345,48 @@ def test_adaptive_rounds_send_the_runs_sampling_options_and_rate_limits(prefect_
     assert seen.requests == out.calls[-1] == 6
     assert dict(seen.sampling) == {(77, 0.3): 6}
     assert seen.rate_limited == 0
+
+
+@pytest.mark.parametrize("calls", [0, 5, 66])
+def test_adaptive_judging_stops_at_the_max_cost_cap(prefect_harness, tmp_path, calls):
+    """`judge --adaptive --max-cost` keeps to the cap as a plain judge run does (it used to ignore it): the
+    spend stays under a cap worth `calls` calls at the plan's estimated price, and the run says the cap
+    stopped it. The first round (random design) is 60 of the 72 calls there are: a cap of 66 rates it and
+    rates again after the calls it admits of the second; a cap that cuts the design short ends without a
+    rating, in a sentence."""
+    from fake_llm_server import FakeLLMServer, plant_dataset
+    from typer.testing import CliRunner
+
+    from eqarena import warehouse
+    from eqarena.cli.app import app
+
+    quality = {"m1": 0.1, "m2": 0.05, "m3": 0.0, "m4": -0.05}
+    db = tmp_path / "toy.duckdb"
+    con = warehouse.connect(db)
+    plant_dataset(con, "toy", [str(p) for p in range(1, 7)], list(quality))
+    con.close()
+    prices = tmp_path / "prices.toml"
+    # Input tokens only: the reservation of a call is then what it costs (output is reserved at max_tokens).
+    prices.write_text('[openai-compatible."judge"]\ninput = 100.0\noutput = 0.0\n')
+    cli = CliRunner()
+    with FakeLLMServer(quality) as server:
+        base = ["judge", "--judge", f"openai-compatible:judge@{server.openai_base_url}", "--dataset", "toy"]
+        base += ["--db", str(db), "--samples-per-order", "1", "--prices", str(prices), "--retry-wait", "0.01"]
+        shown = cli.invoke(app, [*base, "--plan", "--json"])
+        assert shown.exit_code == 0, shown.output
+        plan = json.loads(shown.output)
+        cap = (calls + 0.5) * plan["cost_usd"] / plan["calls"]
+        adaptive = ["--adaptive", "--max-calls", "80", "--max-cost", f"{cap:.8f}", "--concurrency", "1"]
+        done = cli.invoke(app, [*base, *adaptive, "--json"])
+        assert done.exit_code == 0, done.output
+        sent = server.snapshot().requests
+    outcome = json.loads(done.output)
+    assert outcome["stopped_by"] == "max-cost", outcome["message"]
+    assert sent == outcome["stats"]["requests"] and outcome["stats"]["tokens_in"] * 100.0 / 1e6 <= cap
+    # A call costs a little less than it reserves (the estimate counts message framing), so a few more fit.
+    assert calls - 1 <= sent <= calls + 1 if calls < 60 else 60 <= sent < 72
+    if calls < 60:
+        assert outcome["ranking"] == [] and outcome["calls"] == []
+        assert "before a rating" in outcome["message"], outcome["message"]
+    else:
+        assert sorted(outcome["ranking"]) == sorted(quality) and outcome["calls"] == [60, sent]

@@ -334,6 +334,7 @@ def _judge_adaptively(options: JudgeOptions, db: Optional[Path], as_json: bool) 
     if as_json:
         say(json.dumps(asdict(result), indent=2))
         return
-    say(f"{result.judge} on {options.dataset}: NE ranking {' > '.join(result.ranking)}")
+    if result.ranking:
+        say(f"{result.judge} on {options.dataset}: NE ranking {' > '.join(result.ranking)}")
     say(result.message)
     say(f"run {result.run_id}")

@@ -20,7 +20,7 @@ from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.llm.budget import Budget
 from eqarena.llm.pricing import estimate_message_tokens
 from eqarena.options import AdaptiveOptions
-from eqarena.solvers.sparse.adaptive import AdaptiveResult, CellStats, adaptive_judging
+from eqarena.solvers.sparse.adaptive import NOT_SENT, AdaptiveResult, CellStats, adaptive_judging
 from eqarena.tasks.judge import JudgeSession, add_stats
 from eqarena.tasks.runs import RunLog
 from eqarena.warehouse.judgments import JudgmentWriter, read_samples
@@ -49,7 +49,8 @@ class AdaptiveJudge:
         self.session, self.run_id = session, run_id
         self.prompt_ids, self.model_ids = list(session.inputs.prompts), list(session.inputs.models)
         self.stats = RunStats()
-        self.budget = Budget(max_samples=session.options.caps.max_calls)
+        caps = session.options.caps
+        self.budget = Budget(max_cost_usd=caps.max_cost, max_samples=caps.max_calls)
         self.provider = make_judge_provider(session.setup.spec, timeout_s=session.options.retry.timeout_s)
         # One event loop for every round: the provider's HTTP client belongs to the loop it first ran on.
         self._loop = asyncio.Runner()
@@ -76,7 +77,8 @@ class AdaptiveJudge:
         return held
 
     def __call__(self, requests: np.ndarray) -> np.ndarray:
-        """Judge one sample of each requested ordered cell (p, a, b); their scores (NaN: not ok)."""
+        """Judge one sample of each requested ordered cell (p, a, b); their scores (NaN: not ok,
+        NOT_SENT: refused by the cost or call cap)."""
         inputs, template = self.session.inputs, self.session.setup.template
         planned, keys = [], []
         for p, a, b in requests:
@@ -97,8 +99,11 @@ class AdaptiveJudge:
             )
             keys.append((*cell, k))
         self._loop.run(self._judge(planned))
-        got = {(p, a, b, k): s for p, a, b, k, status, s in self._samples() if status == "ok"}
-        return np.array([got.get(key, np.nan) for key in keys], float)
+        written = {(p, a, b, k): s if status == "ok" else np.nan for p, a, b, k, status, s in self._samples()}
+        for p, a, b, k in keys:
+            if (p, a, b, k) not in written:  # not sent (the cost cap): its sample index stays free
+                self._next_index[p, a, b] = min(self._next_index[p, a, b], k)
+        return np.array([written.get(key, NOT_SENT) for key in keys], float)
 
     async def _judge(self, planned: list[PlannedRequest]) -> None:
         session = self.session
@@ -150,6 +155,7 @@ def judge_adaptively(session: JudgeSession, log: RunLog) -> AdaptiveOutcome:
             max_samples_per_order=session.options.samples_per_order,
             seed=options.seed,
             initial=judge.held(),
+            spent=lambda: judge.budget.exhausted_by,
         )
         status = "ok"
     finally:
@@ -157,7 +163,7 @@ def judge_adaptively(session: JudgeSession, log: RunLog) -> AdaptiveOutcome:
         message = adaptive_message(result, judge.stats)
         log.timings["judge"] = judge.stats.seconds
         session.record(log.record(status, data_fingerprint=session.setup.template.hash, message=message))
-    ratings = result.ratings[-1]
+    ratings = result.ratings[-1] if result.ratings else np.zeros(0)  # none: the cap admitted no call
     order = [judge.model_ids[k] for k in np.lexsort((np.arange(len(ratings)), -ratings))]
     return AdaptiveOutcome(
         session.setup.spec.judge_id,
@@ -165,7 +171,7 @@ def judge_adaptively(session: JudgeSession, log: RunLog) -> AdaptiveOutcome:
         result.calls,
         order,
         {m: float(r) for m, r in zip(judge.model_ids, ratings)},
-        [float(p) for p in result.probabilities[-1]],
+        [float(p) for p in result.probabilities[-1]] if result.probabilities else [],
         result.stopped_by,
         judge.stats,
         message,
@@ -176,8 +182,13 @@ def adaptive_message(result: AdaptiveResult | None, total: RunStats) -> str:
     done = f"{total.ok} ok, {total.unparsed} unparsed, {total.errors} failed samples from {total.requests} requests"
     if result is None:
         return f"failed: {done}"
+    if not result.probabilities:
+        return (
+            f"stopped ({result.stopped_by}) before a rating: {done}, too few to rate every model; "
+            "raise the cap or judge without --adaptive"
+        )
     probs = ", ".join(f"{p:.2f}" for p in result.probabilities[-1])
     return (
-        f"stopped ({result.stopped_by}) after {result.calls[-1]} calls in {len(result.calls)} rounds: {done}; "
+        f"stopped ({result.stopped_by}) after {len(result.calls)} round(s): {done}; "
         f"adjacent-pair order probabilities [{probs}]"
     )

@@ -49,10 +49,11 @@ import numpy as np
 
 from eqarena.solvers.games.normal_form import KING, PROMPT, REBEL, koth_game
 from eqarena.solvers.nash.limiting_logit import nash
-from eqarena.solvers.sparse.imputation import impute_payoffs
+from eqarena.solvers.sparse.imputation import ImputationError, impute_payoffs
 
 Requests = np.ndarray  # (K, 3) int: prompt, model shown as A, model shown as B
-Judge = Callable[[Requests], np.ndarray]  # scores (K,) for model A in [-1, 1], NaN for a failed call
+Judge = Callable[[Requests], np.ndarray]  # scores (K,) for model A in [-1, 1], NaN: failed, NOT_SENT: not sent
+NOT_SENT = np.inf  # a judge's score for a request it did not send (a cap of the caller refused it)
 
 STOP_CONFIDENT, STOP_BUDGET, STOP_EXHAUSTED = "confident", "budget", "exhausted"
 
@@ -73,7 +74,10 @@ class CellStats:
         return cls(np.zeros(shape, int), np.zeros(shape), np.zeros(shape), np.zeros(shape, int))
 
     def add(self, requests: Requests, scores: np.ndarray) -> None:
-        """Record the scores of requests (NaN scores are failed calls: only counted in `tried`)."""
+        """Record the scores of requests (NaN scores are failed calls: only counted in `tried`;
+        NOT_SENT ones are not counted)."""
+        sent = scores != NOT_SENT
+        requests, scores = requests[sent], scores[sent]
         np.add.at(self.tried, tuple(requests.T), 1)
         ok = ~np.isnan(scores)
         p, a, b = requests[ok].T
@@ -378,10 +382,14 @@ def adaptive_judging(
     seed: int = 0,
     initial: CellStats | None = None,
     on_round: Callable[[AdaptiveResult], None] | None = None,
+    spent: Callable[[], str | None] | None = None,
 ) -> AdaptiveResult:
     """Judge adaptively (module docstring) through `judge`; `strategy="uniform"` picks uniformly among
     the allowed cells instead (the baseline). Each chosen cell costs 2 calls (both orders). `initial`:
-    judgments held already (not counted as calls); when it has any, the random design is skipped."""
+    judgments held already (not counted as calls); when it has any, the random design is skipped.
+    spent: the name of the caller's cap (e.g. "max-cost") once it refused a request of a round, else
+    None; the run then stops after that round with that name as `stopped_by` (before any rating when
+    the judgments so far leave a model without a covered cell)."""
     if strategy not in ("adaptive", "uniform"):
         raise ValueError(f"strategy must be 'adaptive' or 'uniform', got {strategy!r}")
     stats = initial if initial is not None else CellStats.empty(num_prompts, num_models)
@@ -394,11 +402,18 @@ def adaptive_judging(
             cells = cells[: max(0, (max_calls - calls) // 2)]
         requests = both_orders(cells)
         if len(requests):
-            stats.add(requests, np.asarray(judge(requests), float))
-            calls += len(requests)
+            scores = np.asarray(judge(requests), float)
+            stats.add(requests, scores)
+            calls += int((scores != NOT_SENT).sum())
+        try:
+            rating = rate(stats)
+        except ImputationError:  # the cap cut the design short: too few judgments to rate every model
+            if spent is None or spent() is None:
+                raise
+            result.stopped_by = spent()
+            return result
         round_ += 1
         rng = np.random.default_rng([seed, round_])
-        rating = rate(stats)
         sd = cell_sd(stats, rating, prior_variance)
         reps = replicate_equilibria(rating, sd, replicates, rng)
         probs = adjacent_order_probabilities(rating.ratings[KING], reps.ratings)
@@ -410,6 +425,8 @@ def adaptive_judging(
         if on_round is not None:
             on_round(result)
         result.stopped_by = stop_reason(probs, calls, max_calls, stop_probability, ties)
+        if result.stopped_by is None and spent is not None:
+            result.stopped_by = spent()
         if result.stopped_by is None and not len(requests) and (round_ > 1 or not held):
             result.stopped_by = STOP_EXHAUSTED
         if result.stopped_by is not None:
