@@ -175,3 +175,34 @@ def test_a_run_where_every_call_failed_exits_1_with_one_line_and_a_rerun_asks_ag
     ]
     assert rerun.returncode == 0, rerun.stderr
     assert _ok_judgments(toy_db) == CALLS
+
+
+def test_without_a_prefect_api_judge_starts_none(toy_db, tmp_path):
+    """No Prefect API configured: `judge` runs its pipeline as plain Python, as rate and import do. A
+    refused connection is one line, and a run against a live judge stores its judgments; neither starts
+    a temporary Prefect API (no flow run recorded, no server database in PREFECT_HOME)."""
+    home = tmp_path / "prefect-home"
+    env = {k: v for k, v in _env().items() if not k.startswith("PREFECT_API") and k != "EQARENA_PREFECT"}
+    env["PREFECT_HOME"] = str(home)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    refused = subprocess.run(
+        _judge(toy_db, f"openai-compatible:judge@{url}"), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (refused.returncode, refused.stderr) == (1, f"error: cannot reach the judge at {url}: connection refused\n")
+    with FakeLLMServer(QUALITY) as server:
+        done = subprocess.run(
+            _judge(toy_db, f"openai-compatible:judge@{server.openai_base_url}"),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    assert _ok_judgments(toy_db) == CALLS
+    con = warehouse.connect(toy_db, read_only=True)
+    try:
+        runs = con.execute("SELECT status, flow_run_id FROM runs WHERE kind = 'judge' ORDER BY started_at").fetchall()
+    finally:
+        con.close()
+    assert runs[-1] == ("ok", None)
+    assert not (home / "prefect.db").exists()

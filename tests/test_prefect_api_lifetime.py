@@ -1,4 +1,5 @@
-"""The temporary Prefect API a command starts (eqarena/orchestration/prefect_api.py) is gone within 2 s of
+"""The temporary Prefect API a command starts (eqarena/orchestration/prefect_api.py: with
+EQARENA_PREFECT=always and no API configured; `eqarena serve` without one) is gone within 2 s of
 the command's exit however the command ends: SIGTERM, SIGINT, kill -9, or Ctrl-C in a terminal (SIGINT to
 the command's whole process group); and it is the command's own server, not one Prefect started itself.
 An interrupted command leaves no "nanobind: leaked" text either. Real `eqarena judge` and `eqarena
@@ -42,8 +43,9 @@ def _env(tmp_path: Path) -> dict:
         PREFECT_HOME=str(tmp_path / "prefect-home"),
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        EQARENA_STOP_GRACE_S="1",
-    )  # a stopped judge waits no longer for requests the server holds forever
+        EQARENA_STOP_GRACE_S="1",  # a stopped judge waits no longer for requests the server holds forever
+        EQARENA_PREFECT="always",  # flows without a configured API: the command starts its temporary one
+    )
     return env
 
 

@@ -22,7 +22,7 @@ from eqarena.cli.support import (
     cli_errors,
     db_option,
     options_errors,
-    quiet_prefect,
+    run_pipeline,
 )
 from eqarena.options import ANSWER_MAX_TOKENS, GenerateOptions, GenerationOptions, RetryPolicy, RunLimits, SpendCaps
 
@@ -186,10 +186,7 @@ def generate(
             for line in summary.lines():
                 say(line)
         return
-    from eqarena.flows.generate import generate_flow
-
-    with quiet_prefect():
-        outcome = generate_flow(options, db_option(db), progress=sys.stderr.isatty() and not as_json)
+    outcome = run_pipeline("generate", options, db_option(db), sys.stderr.isatty() and not as_json)
     if as_json:
         say(json.dumps(asdict(outcome), indent=2))
         return

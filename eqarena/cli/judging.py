@@ -21,7 +21,7 @@ from eqarena.cli.support import (
     cli_errors,
     db_option,
     options_errors,
-    quiet_prefect,
+    run_pipeline,
     split_list,
 )
 from eqarena.options import (
@@ -290,10 +290,7 @@ def judge(
         outcome = plan_judge_run(options, db_option(db))
         say(json.dumps(asdict(outcome.plan), indent=2)) if as_json else print_plan(outcome.plan)
     else:
-        from eqarena.flows.judge import judge_flow
-
-        with quiet_prefect():
-            outcome = judge_flow(options, db_option(db), progress=sys.stderr.isatty() and not as_json)
+        outcome = run_pipeline("judge", options, db_option(db), sys.stderr.isatty() and not as_json)
         if as_json:
             say(json.dumps(_outcome_json(outcome), indent=2))
         else:
@@ -327,10 +324,7 @@ def _outcome_json(outcome) -> dict:
 
 
 def _judge_adaptively(options: JudgeOptions, db: Optional[Path], as_json: bool) -> None:
-    from eqarena.flows.judge_adaptive import adaptive_judge_flow
-
-    with quiet_prefect():
-        result = adaptive_judge_flow(options, db_option(db))
+    result = run_pipeline("judge-adaptive", options, db_option(db))
     if as_json:
         say(json.dumps(asdict(result), indent=2))
         return

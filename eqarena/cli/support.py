@@ -116,6 +116,9 @@ PIPELINES = {
     "analyze-risk": ("eqarena.pipelines.analyze:analyze_risk", "eqarena.flows.analyze:risk_flow"),
     "run": ("eqarena.pipelines.run:main_job", "eqarena.flows.run:run_flow"),
     "refresh": ("eqarena.pipelines.refresh:refresh", "eqarena.flows.refresh:refresh_flow"),
+    "judge": ("eqarena.pipelines.judge:judge", "eqarena.flows.judge:judge_flow"),
+    "judge-adaptive": ("eqarena.pipelines.judge:judge_adaptive", "eqarena.flows.judge:adaptive_judge_flow"),
+    "generate": ("eqarena.pipelines.generate:generate", "eqarena.flows.generate:generate_flow"),
 }
 
 

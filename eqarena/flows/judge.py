@@ -1,75 +1,22 @@
-"""Flow `judge`: plan the missing judge calls, make them (live or through the Batch API) and store each
-judgment as it returns; a re-run continues where the last one stopped and pays for nothing twice.
-
-    read inputs -> plan (missing cells only) -> judge_chunk per chunk of prompts | batch jobs
-                -> plan again (what is left) -> runs row
-
-With `options.runner.runner` dask the live calls are made on Dask workers (prefect-dask) while this
-process keeps dispatching, rate-limiting and writing them (eqarena/judge/dask_calls.py).
-"""
+"""Flows `judge` and `judge-adaptive`: the judge pipelines (eqarena/pipelines/judge.py) as Prefect flows."""
 
 from prefect import flow
 
-from eqarena.judge.runner import RunStats
-from eqarena.judge.setup import JudgeOutcome, prepare_judge
-from eqarena.llm.budget import Budget
-from eqarena.options import JudgeOptions, as_parameters
+from eqarena.judge.setup import JudgeOutcome
+from eqarena.options import JudgeOptions
 from eqarena.orchestration.runtime import judge_run_name
-from eqarena.tasks.judge import JudgeSession, judge_message
-from eqarena.tasks.runs import RunLog
+from eqarena.pipelines import judge as pipeline
+from eqarena.tasks.judge_adaptive import AdaptiveOutcome
 
 
 @flow(name="judge", flow_run_name=judge_run_name)
 def judge_flow(options: JudgeOptions, db: str | None = None, progress: bool = True) -> JudgeOutcome:
-    """Judge every missing (prompt, model pair, order, sample) of `options.dataset` with `options.judge`
-    (a spec: openai:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL, recorded:JUDGE), with
-    `options.samples_per_order` samples with each model as assistant A (paper Section 3.1: 4 + 4).
+    """Judge every missing (prompt, model pair, order, sample) of `options.dataset` with `options.judge`;
     `progress` draws a progress bar on stderr."""
-    setup = prepare_judge(options)
-    with JudgeSession(db, options, setup) as session:
-        plan = session.plan()
-        if plan.samples == 0 and not session.open_batch_jobs():
-            return JudgeOutcome(
-                setup.spec.judge_id,
-                None,
-                plan.summary(),
-                plan.summary(),
-                message="nothing to do: every planned cell is judged",
-            )
-        parameters = as_parameters(options)
-        parameters.update(
-            dataset=session.inputs.dataset,
-            models=list(session.inputs.models),
-            prompts=len(session.inputs.prompts),
-            template_hash=setup.template.hash,
-            multi_sample=setup.multi_sample,
-        )
-        log = RunLog(db, "judge", parameters, start=False)
-        session.record(log.run)
-        budget = Budget(max_cost_usd=options.caps.max_cost, max_samples=options.caps.max_calls)
-        stats, jobs, failure = RunStats(), (), None
-        try:
-            stats, jobs = session.judge(plan, log.run_id, budget, progress)
-        except BaseException as exc:
-            failure = exc
-            if not options.runner.batch:
-                stats = session.stats
-            raise
-        finally:
-            left = session.plan()
-            stopped_by = budget.exhausted_by if left.samples else None
-            message = judge_message(plan, left, stats, budget, stopped_by, failure)
-            log.timings["judge"] = stats.seconds
-            status = "interrupted" if isinstance(failure, KeyboardInterrupt) else "failed" if failure else "ok"
-            session.record(log.record(status, data_fingerprint=setup.template.hash, message=message))
-        return JudgeOutcome(
-            setup.spec.judge_id,
-            log.run_id,
-            plan.summary(),
-            left.summary(),
-            stats,
-            budget.spent_usd,
-            stopped_by,
-            jobs,
-            message,
-        )
+    return pipeline.judge(options, db, progress)
+
+
+@flow(name="judge-adaptive", flow_run_name=judge_run_name)
+def adaptive_judge_flow(options: JudgeOptions, db: str | None = None) -> AdaptiveOutcome:
+    """Judge `options.dataset` adaptively with `options.judge` (`eqarena judge --adaptive`)."""
+    return pipeline.judge_adaptive(options, db)

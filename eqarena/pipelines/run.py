@@ -53,16 +53,14 @@ def judge_missing(options: MainJobOptions, dataset: str, db: str | None = None) 
         return [options.judge], 0, "recorded judgments, no API calls"
     judge = main_job_judge(options, dataset)
     check_judge_plan(options, judge, db)
-    from eqarena.flows.judge import judge_flow  # judging runs on Prefect (task runners, concurrency)
-    from eqarena.orchestration.console import prefect_console_quiet
-    from eqarena.orchestration.prefect_api import ensure_prefect_api
+    if in_flow_run():  # the judge flow, a subflow of the main job's
+        from eqarena.flows.judge import judge_flow
 
-    if in_flow_run():
         outcome = judge_flow(judge, db=db, progress=False)
-    else:  # a plain pipeline run from the command line: the judge flow's console output stays off the terminal
-        ensure_prefect_api()
-        with prefect_console_quiet():
-            outcome = judge_flow(judge, db=db, progress=False)
+    else:
+        from eqarena.pipelines.judge import judge as judge_pipeline
+
+        outcome = judge_pipeline(judge, db=db, progress=False)
     run_logger().info(f"judge {outcome.judge}: {outcome.message}")
     return [outcome.judge], outcome.stats.requests, outcome.message
 

@@ -12,8 +12,6 @@ import sys
 from typing import Sequence
 
 import duckdb
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena.datasets.records import model_family
 from eqarena.generation.batch import AnswerJobResult, BatchGenerator
@@ -26,6 +24,7 @@ from eqarena.llm.budget import Budget
 from eqarena.llm.progress import JudgeProgress
 from eqarena.llm.providers import JudgeUnreachableError, OpenAIProvider, Provider, make_provider
 from eqarena.options import GenerateOptions
+from eqarena.orchestration.steps import step
 from eqarena.tasks.chunks import run_chunks
 from eqarena.tasks.runs import outcome_head
 from eqarena.tasks.session import WarehouseSession
@@ -37,7 +36,7 @@ from eqarena.warehouse.runs import RunRecord, upsert_run
 PROMPTS_PER_CHUNK = 50
 
 
-@task(name="plan_answers", cache_policy=NONE)
+@step("plan_answers")
 def plan_generation(
     con: duckdb.DuckDBPyConnection, options: GenerateOptions, setup: GenerateSetup, dataset: str
 ) -> AnswerPlan:
@@ -54,33 +53,33 @@ def plan_generation(
     )
 
 
-@task(name="register_model", cache_policy=NONE)
+@step("register_model")
 def register_model(con: duckdb.DuckDBPyConnection, model_id: str) -> None:
     """The model's `models` row (its family from its name), unless it is there already."""
     with transaction(con):
         write_rows(con, MODELS, [{"model_id": model_id, "family": model_family(model_id)}])
 
 
-@task(name="generate_chunk", cache_policy=NONE)
+@step("generate_chunk")
 async def generate_chunk(runner: AnswerRunner, requests: Sequence[AnswerRequest]) -> int:
     """Ask for the answers of one chunk of prompts; returns how many prompts it asked."""
     await runner.generate(requests)
     return len(requests)
 
 
-@task(name="submit_answer_batch", cache_policy=NONE)
+@step("submit_answer_batch")
 async def submit_answer_batch(batches: BatchGenerator, job_id: str) -> None:
     """Upload a job's JSONL and create its batch (or find the one a killed run created)."""
     await batches.submit(job_id)
 
 
-@task(name="collect_answer_batch", cache_policy=NONE)
+@step("collect_answer_batch")
 async def collect_answer_batch(batches: BatchGenerator, job_id: str) -> AnswerJobResult:
     """Poll a batch until it finishes, then store its answers."""
     return await batches.wait(job_id)
 
 
-@task(name="record_generate_run", cache_policy=NONE)
+@step("record_generate_run")
 def record_generate_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
     upsert_run(con, run)
 

@@ -11,8 +11,6 @@ import sys
 from typing import Callable, Sequence
 
 import duckdb
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena.judge.batch import BatchJudge, BatchSettings, JobResult
 from eqarena.judge.dask_calls import dask_provider
@@ -25,9 +23,11 @@ from eqarena.llm.budget import Budget
 from eqarena.llm.progress import JudgeProgress
 from eqarena.llm.providers import JudgeUnreachableError, Provider
 from eqarena.options import JudgeOptions, Runner
+from eqarena.orchestration.steps import step
 from eqarena.tasks.chunks import run_chunks
 from eqarena.tasks.runs import outcome_head
 from eqarena.tasks.session import WarehouseSession
+from eqarena.warehouse.catalog import choose_dataset
 from eqarena.warehouse.judge_batches import open_jobs
 from eqarena.warehouse.judgments import JudgmentWriter
 from eqarena.warehouse.runs import RunRecord, upsert_run
@@ -39,15 +39,16 @@ def _to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-@task(name="read_judge_inputs", cache_policy=NONE)
+@step("read_judge_inputs")
 def read_judge_inputs(
-    con: duckdb.DuckDBPyConnection, dataset: str, models: Sequence[str] | None, prompt_count: int | None
+    con: duckdb.DuckDBPyConnection, dataset: str | None, models: Sequence[str] | None, prompt_count: int | None
 ) -> JudgeInputs:
-    """The first `prompt_count` prompts of `dataset` (natural order) and the chosen models' answers."""
-    return read_inputs(con, dataset, models, prompt_count)
+    """The first `prompt_count` prompts of `dataset` (None: the warehouse's only dataset; natural order)
+    and the chosen models' answers."""
+    return read_inputs(con, choose_dataset(con, dataset), models, prompt_count)
 
 
-@task(name="plan_judgments", cache_policy=NONE)
+@step("plan_judgments")
 def plan_judgments(
     con: duckdb.DuckDBPyConnection, options: JudgeOptions, setup: JudgeSetup, inputs: JudgeInputs
 ) -> JudgePlan:
@@ -65,26 +66,26 @@ def plan_judgments(
     )
 
 
-@task(name="judge_chunk", cache_policy=NONE)
+@step("judge_chunk")
 async def judge_chunk(runner: JudgeRunner, requests: Sequence[PlannedRequest]) -> int:
     """Judge the requests of one chunk of prompts; returns the samples they asked for."""
     await runner.judge(requests)
     return sum(len(r.sample_indices) for r in requests)
 
 
-@task(name="submit_batch_job", cache_policy=NONE)
+@step("submit_batch_job")
 async def submit_batch_job(batch_judge: BatchJudge, job_id: str) -> None:
     """Upload a job's JSONL and create its batch (or find the one a killed run created)."""
     await batch_judge.submit(job_id)
 
 
-@task(name="collect_batch_job", cache_policy=NONE)
+@step("collect_batch_job")
 async def collect_batch_job(batch_judge: BatchJudge, job_id: str) -> JobResult:
     """Poll a batch until it finishes, then import its results into judgments."""
     return await batch_judge.wait(job_id)
 
 
-@task(name="record_judge_run", cache_policy=NONE)
+@step("record_judge_run")
 def record_judge_run(con: duckdb.DuckDBPyConnection, run: RunRecord) -> None:
     upsert_run(con, run)
 

@@ -11,8 +11,6 @@ import asyncio
 from dataclasses import dataclass, field
 
 import numpy as np
-from prefect import task
-from prefect.cache_policies import NONE
 
 from eqarena.judge.judges import make_judge_provider
 from eqarena.judge.plan import PlannedRequest
@@ -20,6 +18,7 @@ from eqarena.judge.runner import JudgeRunner, RunStats
 from eqarena.llm.budget import Budget
 from eqarena.llm.pricing import estimate_message_tokens
 from eqarena.options import AdaptiveOptions
+from eqarena.orchestration.steps import step
 from eqarena.solvers.sparse.adaptive import NOT_SENT, AdaptiveResult, CellStats, adaptive_judging
 from eqarena.tasks.judge import JudgeSession, add_stats
 from eqarena.tasks.runs import RunLog
@@ -133,7 +132,7 @@ class AdaptiveJudge:
             self._loop.close()
 
 
-@task(name="judge_adaptively", cache_policy=NONE)
+@step("judge_adaptively")
 def judge_adaptively(session: JudgeSession, log: RunLog) -> AdaptiveOutcome:
     """Run `solvers.sparse.adaptive.adaptive_judging` through the session's judge, then record the run's row
     (failed ones too, with what they did)."""
