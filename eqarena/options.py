@@ -473,16 +473,6 @@ class MainJobOptions:
 
 
 @dataclass(frozen=True)
-class IngestOptions:
-    """Ingest `source` (a bundled dataset name or a directory) under `name` (default: its own);
-    `replace` overwrites stored rows whose content changed."""
-
-    source: str = DEFAULT_DATASET
-    name: str | None = None
-    replace: bool = False
-
-
-@dataclass(frozen=True)
 class InputLimits:
     """What one import takes in at most (`importers.limits`): `models` models, names (model and prompt
     ids) of `name_chars` characters, prompt and answer texts of `text_chars` characters."""
@@ -495,6 +485,17 @@ class InputLimits:
         _at_least("--max-models", self.models, 2)
         _at_least("--max-name-chars", self.name_chars, 1)
         _at_least("--max-text-chars", self.text_chars, 1)
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Ingest `source` (a bundled dataset name or a directory) under `name` (default: its own);
+    `replace` overwrites stored rows whose content changed; `limits` bound what it takes in."""
+
+    source: str = DEFAULT_DATASET
+    name: str | None = None
+    replace: bool = False
+    limits: InputLimits = InputLimits()
 
 
 @dataclass(frozen=True)

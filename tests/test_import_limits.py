@@ -103,3 +103,25 @@ def test_control_characters_of_an_over_long_name_are_escaped(tmp_path):
 def test_bounds_below_their_minimum_are_option_errors():
     with pytest.raises(OptionError, match="--max-models must be at least 2"):
         InputLimits(models=1)
+
+
+def test_ingest_of_an_arena_hard_folder_keeps_to_the_same_bounds(tmp_path):
+    """`eqarena ingest` reads folders too: an over-long prompt is refused there as on import, naming the
+    bound and its option, and the folder ingests with the bound raised."""
+    from ingest_inputs import question_record, write_arena_dir, write_jsonl
+
+    from eqarena.tasks.ingest import read_dataset
+
+    root = write_arena_dir(tmp_path / "hostile", n_prompts=3)
+    long_prompt = "x" * 2_001
+    write_jsonl(root / "question.jsonl", [question_record("new", f"p{i}", long_prompt) for i in range(3)])
+    with pytest.raises(
+        DatasetError, match=r"a prompt text of 2,001 characters \('xxx.*more than --max-text-chars 2,000"
+    ):
+        read_dataset(str(root), limits=InputLimits(text_chars=2_000))
+    data = read_dataset(str(root), limits=InputLimits(text_chars=2_001))
+    assert {len(p.text) for p in data.prompts} == {2_001}
+    with pytest.raises(DatasetError, match=r"3 models, more than --max-models 2"):
+        read_dataset(
+            str(write_arena_dir(tmp_path / "three", models=dict.fromkeys("abc", "new"))), limits=InputLimits(models=2)
+        )

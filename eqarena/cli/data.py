@@ -12,6 +12,18 @@ from eqarena.cli.support import DB_HELP, SOURCE_HELP, WAIT, cli_errors, db_optio
 from eqarena.messages import terminal_safe
 from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions, InputLimits
 
+MAX_MODELS = typer.Option(
+    InputLimits.models,
+    "--max-models",
+    help="Refuse data of more models than this (a game's payoff tensor grows with their square).",
+)
+MAX_NAME_CHARS = typer.Option(
+    InputLimits.name_chars, "--max-name-chars", help="Refuse model names and prompt ids longer than this."
+)
+MAX_TEXT_CHARS = typer.Option(
+    InputLimits.text_chars, "--max-text-chars", help="Refuse prompt and answer texts longer than this."
+)
+
 
 @cli_errors()
 def ingest(
@@ -20,11 +32,17 @@ def ingest(
     name: Optional[str] = typer.Option(
         None, "--name", help="Dataset name (default: the bundle's name or the directory's name)."
     ),
+    max_models: int = MAX_MODELS,
+    max_name_chars: int = MAX_NAME_CHARS,
+    max_text_chars: int = MAX_TEXT_CHARS,
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
     """Load prompts, answers (and recorded judgments) into the warehouse; idempotent, one transaction."""
-    summary = run_pipeline("ingest", IngestOptions(source=source, name=name, replace=replace), db_option(db))
+    with options_errors():
+        limits = InputLimits(models=max_models, name_chars=max_name_chars, text_chars=max_text_chars)
+    options = IngestOptions(source=source, name=name, replace=replace, limits=limits)
+    summary = run_pipeline("ingest", options, db_option(db))
     print_changes("ingest", summary)
 
 
@@ -100,17 +118,9 @@ def import_data(
         1.0, "--scale", help="scores: the score gap that counts as decisive (e.g. 100 for percentages)."
     ),
     replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
-    max_models: int = typer.Option(
-        InputLimits.models,
-        "--max-models",
-        help="Refuse an import of more models than this (a game's payoff tensor grows with their square).",
-    ),
-    max_name_chars: int = typer.Option(
-        InputLimits.name_chars, "--max-name-chars", help="Refuse model names and prompt ids longer than this."
-    ),
-    max_text_chars: int = typer.Option(
-        InputLimits.text_chars, "--max-text-chars", help="Refuse prompt and answer texts longer than this."
-    ),
+    max_models: int = MAX_MODELS,
+    max_name_chars: int = MAX_NAME_CHARS,
+    max_text_chars: int = MAX_TEXT_CHARS,
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:

@@ -19,7 +19,7 @@ def ingest(options: IngestOptions = IngestOptions(), db: str | None = None) -> I
     """
     with RunLog(db, "ingest", as_parameters(options)) as log:
         with log.timed("read"):
-            data = read_dataset(options.source, options.name)
+            data = read_dataset(options.source, options.name, options.limits)
         with log.timed("write"), stage("writing to the warehouse"):
             summary = write_dataset(db, data, options.replace, log.run_id)
         log.finish(

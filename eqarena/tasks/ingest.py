@@ -16,6 +16,8 @@ from eqarena import warehouse
 from eqarena.datasets.arena_hard import arena_hard_files, is_arena_hard_dir, read_arena_hard
 from eqarena.datasets.bundled import bundle_files, is_bundle_dir, read_bundle, seed_dir, seed_names
 from eqarena.datasets.records import Dataset, DatasetError, input_size, model_family, text_sha256
+from eqarena.importers.limits import check_bounds
+from eqarena.options import InputLimits
 from eqarena.orchestration.steps import step
 from eqarena.warehouse.catalog import (
     JUDGMENTS,
@@ -75,8 +77,9 @@ def resolve_source(dataset: str) -> tuple[str, Path]:
 
 
 @step("read_dataset")
-def read_dataset(dataset: str, name: str | None = None) -> Dataset:
-    """Read and validate a bundled dataset or an arena-hard directory; DatasetError names file:line.
+def read_dataset(dataset: str, name: str | None = None, limits: InputLimits | None = None) -> Dataset:
+    """Read and validate a bundled dataset or an arena-hard directory within `limits` (default:
+    InputLimits()); DatasetError names file:line, or the bound and its option.
 
     The dataset is called `name`, else the bundle's own name, else the directory's name.
     """
@@ -85,8 +88,11 @@ def read_dataset(dataset: str, name: str | None = None) -> Dataset:
     total = input_size(files)
     with _progress_bar(total, f"reading {directory.name}") as advance:
         if kind == "bundle":
-            return read_bundle(directory, name, advance)
-        return read_arena_hard(directory, name or directory.resolve().name, advance)
+            data = read_bundle(directory, name, advance)
+        else:
+            data = read_arena_hard(directory, name or directory.resolve().name, advance)
+    check_bounds(data, limits or InputLimits())
+    return data
 
 
 @step("write_dataset")
