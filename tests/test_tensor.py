@@ -10,7 +10,9 @@ import pytest
 from eqarena import warehouse
 from eqarena.warehouse.judgments import JudgmentRow, insert_judgments
 from eqarena.warehouse.tensor import (
+    ASSEMBLY_BYTES_PER_CELL,
     IncompleteTensorError,
+    TensorTooLargeError,
     UnknownJudgeError,
     apply_missing_policy,
     assemble_tensor,
@@ -211,6 +213,17 @@ def test_unknown_judge_is_named(con):
     expected = r"no judgments by judge nobody on dataset 'synthetic' \(judges present: j\)"
     with pytest.raises(UnknownJudgeError, match=expected):
         assemble_tensor(con, DATASET, ["nobody"])
+
+
+def test_a_tensor_over_the_memory_is_refused_before_it_is_allocated(con):
+    """3 prompts x 4 models: refused with one byte less than assembling needs, named with its shape;
+    assembled with exactly that much."""
+    rows = _random_rows(np.random.default_rng(0), ["j"], ["1", "2", "3"], ["a", "b", "c", "d"], bad=0.0)
+    insert_judgments(con, rows)
+    needed = 3 * 4 * 4 * ASSEMBLY_BYTES_PER_CELL
+    with pytest.raises(TensorTooLargeError, match=r"payoff tensor of 3 prompts x 4 models needs .*\(--category\)"):
+        assemble_tensor(con, DATASET, ["j"], memory_bytes=needed - 1)
+    assert assemble_tensor(con, DATASET, ["j"], memory_bytes=needed).u_king.shape == (3, 4, 4)
 
 
 def test_template_filter_and_fingerprint(con):

@@ -25,7 +25,7 @@ from eqarena.datasets.records import DatasetError
 from eqarena.importers.limits import refuse_many_models
 from eqarena.importers.pairwise import to_dataset
 from eqarena.importers.result import Imported
-from eqarena.importers.tables import WHERE, fail_where, id_column, numeric_column, read_table, text_column
+from eqarena.importers.tables import WHERE, fail_where, id_column, numeric_columns, read_table, text_column
 from eqarena.options import InputLimits
 
 TEMPLATE_TAG = "preferences"
@@ -75,8 +75,7 @@ def _read_one(
     if not models:
         raise DatasetError(f"{path}: no model columns (a preferences table has a column per model)")
     refuse_many_models(len(models) + 1, limits, f"{path} (a column per model, and the baseline)")
-    for model in models:
-        frame = numeric_column(frame, model, required=False, nan_is_empty=True)
+    frame = numeric_columns(frame, models, required=False, nan_is_empty=True)
     cells = (
         frame.with_row_index("_row")
         .unpivot(

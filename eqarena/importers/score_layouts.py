@@ -18,7 +18,7 @@ import polars as pl
 
 from eqarena.datasets.records import DatasetError
 from eqarena.importers.limits import refuse_many_models
-from eqarena.importers.tables import WHERE, id_column, numeric_column, read_table, text_column
+from eqarena.importers.tables import WHERE, id_column, numeric_column, numeric_columns, read_table, text_column
 from eqarena.options import ImportLayout, InputLimits
 
 PROMPT_ID_COLUMNS = ("prompt_id", "question_id", "task")
@@ -79,6 +79,5 @@ def _models_by_tasks(frame: pl.DataFrame, path: Path, id_name: str | None) -> pl
 
 def _unpivot(frame: pl.DataFrame, columns: list[str], index: str, name: str) -> pl.DataFrame:
     """The score columns `columns` (checked numeric) as rows: the column's name becomes `name`."""
-    for column in columns:
-        frame = numeric_column(frame, column, required=False, nan_is_empty=True)
+    frame = numeric_columns(frame, columns, required=False, nan_is_empty=True)
     return frame.unpivot(index=[index, WHERE], on=columns, variable_name=name, value_name="score").select(COLUMNS)

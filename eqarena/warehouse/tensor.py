@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import duckdb
 import numpy as np
+import psutil
 
 from eqarena.exceptions import EqarenaError
 from eqarena.options import MissingPolicy, OrderRule, choice
@@ -32,6 +33,25 @@ DROP_POLICIES = (MissingPolicy.REFUSE, MissingPolicy.DROP_PROMPTS, MissingPolicy
 
 class IncompleteTensorError(EqarenaError, ValueError):
     """The judgments leave (prompt, model pair) cells uncovered and no drop policy was given."""
+
+
+class TensorTooLargeError(EqarenaError, MemoryError):
+    """The dense tensor of the judged prompts and models would not fit in the memory there is."""
+
+
+ASSEMBLY_BYTES_PER_CELL = 28  # per (prompt, model, model) cell: order sums 8, judge counts 4, samples 8, u_king 8
+
+
+def refuse_oversized_tensor(prompts: int, models: int, memory_bytes: int) -> None:
+    """TensorTooLargeError when assembling a (prompts, models, models) tensor alone needs more than
+    `memory_bytes` (solving it needs several times that again)."""
+    needed = prompts * models * models * ASSEMBLY_BYTES_PER_CELL
+    if needed > memory_bytes:
+        raise TensorTooLargeError(
+            f"the payoff tensor of {prompts:,} prompts x {models:,} models needs {needed / 2**30:,.1f} GiB to "
+            f"assemble, more than the {memory_bytes / 2**30:,.1f} GiB of memory available; rate a category of the "
+            f"prompts (--category) or a dataset of fewer models"
+        )
 
 
 class UnknownJudgeError(EqarenaError, LookupError):
@@ -165,6 +185,7 @@ def assemble_tensor(
     template_hash: str | None = None,
     orders: OrderRule = OrderRule.BOTH,
     group: PromptGroup | None = None,
+    memory_bytes: int | None = None,
 ) -> PayoffTensor:
     """Position-balanced u_king[P, M, M] and coverage mask for one judge or a pooled set.
 
@@ -174,7 +195,9 @@ def assemble_tensor(
     response on it plus any judged model, so a model nobody judged shows up as uncovered. With `group`,
     only the prompts of that category or cluster (table prompts), and the models with a response or a
     judgment on them; the group is part of the fingerprint.
-    Raises UnknownJudgeError naming the judge when a requested judge has no judgment on the dataset.
+    Raises UnknownJudgeError naming the judge when a requested judge has no judgment on the dataset,
+    TensorTooLargeError before allocating a tensor that needs more than `memory_bytes` (default: the
+    memory available now) to assemble.
     """
     judges = tuple(dict.fromkeys(judges))
     if not judges:
@@ -234,6 +257,7 @@ def assemble_tensor(
 
     indexed = {**params, "prompts": prompt_names, "models": model_names}
     P, M = len(prompt_names), len(model_names)
+    refuse_oversized_tensor(P, M, psutil.virtual_memory().available if memory_bytes is None else memory_bytes)
     order_sum = np.zeros((P, M, M))  # per order: the sum over judges of each judge's mean score
     order_judges = np.zeros((P, M, M), dtype=np.int32)
     samples = np.zeros((P, M, M), dtype=np.int64)
