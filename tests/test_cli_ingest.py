@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from ingest_inputs import answer_record, question_record, read_lines, snapshot, write_arena_dir
 from typer.testing import CliRunner
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 from eqarena.cli.app import app
 
 runner = CliRunner()
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "import"
 EQARENA = Path(sys.executable).with_name("eqarena")
 
 
@@ -55,6 +57,23 @@ def test_ingest_then_status(db_path, prefect_harness):
     assert table.exit_code == 0, table.output
     for judge in judges:
         assert re.search(rf"{re.escape(judge)}\s*│\s*1,600\s*│\s*1,600\s*│\s*1,600 / 1,600\s*│\s*100\.0%", table.stdout)
+
+
+def test_status_shows_each_run_whole_at_80_columns(db_path, prefect_harness):
+    """Status, run id and start are never squeezed out (they were below ~220 columns); the message
+    is cut to the width left, and no line is wider than the terminal."""
+    for args in (("ingest",), ("import", "pairwise", str(EXAMPLES / "pairwise.csv"))):
+        done = cli(*args, "--db", str(db_path))
+        assert done.exit_code == 0, done.output
+    con = duckdb.connect(str(db_path), read_only=True)
+    runs = con.execute("SELECT run_id, status, strftime(started_at, '%Y-%m-%d %H:%M') FROM runs").fetchall()
+    con.close()
+    shown = runner.invoke(app, ["status", "--db", str(db_path)], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    for run_id, status, started in runs:
+        assert any(run_id in line and f" {status} " in line and started in line for line in lines), (run_id, lines)
 
 
 def test_changed_content_is_reported(tmp_path, db_path, prefect_harness):

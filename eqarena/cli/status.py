@@ -12,6 +12,7 @@ import typer
 from eqarena.cli.output import cells, say, warehouse_file
 from eqarena.cli.support import DB_HELP, WAIT, cli_errors
 
+STARTED, STARTED_SHOWN = "%Y-%m-%d %H:%M", "2026-12-03 06:38"  # a run's start as shown, and its width
 VERIFY_HELP = "Read every table first, so a damaged file is an error, not plausible counts (--no-verify skips it)."
 
 
@@ -71,13 +72,19 @@ def status(
         )
     console.print(judges if found.judges else "no judgments yet")
     if runs:
+        # run, status and start whole at any width (80 columns too); the message is cut to what is left
+        widths = [
+            max(len(r.run_id) for r in runs),
+            max(len("status"), *(len(r.status) for r in runs)),
+            len(STARTED_SHOWN),
+        ]
+        left = console.width - sum(widths) - 3 * (len(widths) + 1) - 1  # each column: a border and 2 spaces
         table = Table(title="runs (latest, and any unfinished)")
-        table.add_column("run", no_wrap=True)
-        table.add_column("status")
-        table.add_column("started")
-        table.add_column("message", overflow="ellipsis", no_wrap=True)
+        for name, width in zip(("run", "status", "started"), widths):
+            table.add_column(name, no_wrap=True, min_width=width)
+        table.add_column("message", overflow="ellipsis", no_wrap=True, max_width=max(left, 8))
         for r in runs:
-            table.add_row(*cells(r.run_id, r.status, f"{r.started_at:%Y-%m-%d %H:%M:%S}", _short(r.message)))
+            table.add_row(*cells(r.run_id, r.status, f"{r.started_at:{STARTED}}", _short(r.message)))
         console.print(table)
 
 
