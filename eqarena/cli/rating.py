@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
@@ -187,6 +189,44 @@ def report(
     """Write one self-contained HTML report of a rate run."""
     path = run_pipeline("report", run, str(out), db_option(db))
     say(f"report: {Path(path).resolve()}")
+
+
+@cli_errors(LookupError)
+def export(
+    run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
+    dataset: Optional[str] = typer.Option(
+        None, "--dataset", "-d", help="Without --run: the latest finished rate run of this dataset."
+    ),
+    fmt: str = typer.Option("csv", "--format", "-f", help="csv, json or markdown."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="File to write (default: standard output)."),
+    db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+    wait: Optional[float] = WAIT,
+) -> None:
+    """Write a rate run's model ratings as a leaderboard to share: one row per model in the headline
+    method's order; per method its rank, rating, 95% interval and P(top 1) (docs: eqarena/report/export.py)."""
+    from eqarena import warehouse
+    from eqarena.exceptions import NotFoundError
+    from eqarena.report.directory import write_whole
+    from eqarena.report.export import EXPORT_FORMATS, export_text
+    from eqarena.warehouse.ratings import latest_rate_run_id, read_rating_table, read_run
+
+    with options_errors():
+        if fmt not in EXPORT_FORMATS:
+            raise ValueError(f"--format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
+    with closing(warehouse.connect(db, read_only=True)) as con:
+        run_id = run or latest_rate_run_id(con, dataset)
+        if run_id is None:
+            where = f" of dataset {dataset!r}" if dataset else ""
+            raise NotFoundError(f"no finished rate run{where} in {warehouse_file(db)}: `eqarena rate` makes one")
+        rows = read_rating_table(con, run_id)
+        if rows.is_empty():
+            raise NotFoundError(f"run {run_id!r} has no model ratings (is it a finished rate run?)")
+        text = export_text(rows, fmt, run_id, read_run(con, run_id).parameters.get("dataset", ""))
+    if out is None:
+        sys.stdout.write(text)
+        return
+    again = f"eqarena export --run {run_id} --format {fmt} --out {out}"
+    say(f"{fmt}: {write_whole(out, text, run_id, 'export', again).resolve()}", err=True)
 
 
 def methods() -> None:

@@ -27,10 +27,11 @@ def report_dir(out_dir: str | Path) -> Path:
     return out
 
 
-def write_whole(path: Path, text: str, run_id: str) -> Path:
+def write_whole(path: Path, text: str, run_id: str, what: str = "report", again: str | None = None) -> Path:
     """Write `text` to `path` through a temporary file beside it, so that `path` is either the whole new
-    report or what it was before; on a failure (a full disk, a quota) the temporary file is removed and
-    ReportDirError says, in one line, that the run `run_id` is stored and how to write its report again."""
+    `what` (a report, an export) or what it was before; on a failure (a full disk, a quota) the temporary
+    file is removed and ReportDirError says, in one line, that the run `run_id` is stored and which
+    command (`again`, default `eqarena report --run RUN`) writes it again."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
@@ -39,8 +40,9 @@ def write_whole(path: Path, text: str, run_id: str) -> Path:
         tmp.unlink(missing_ok=True)
         if not isinstance(exc, OSError):
             raise
+        again = again or f"eqarena report --run {run_id}"
         raise ReportDirError(
-            f"cannot write the report {path}: {exc.strerror or exc}; run {run_id} is stored "
-            f"(`eqarena report --run {run_id}` writes its report again)"
+            f"cannot write the {what} {path}: {exc.strerror or exc}; run {run_id} is stored "
+            f"(`{again}` writes its {what} again)"
         ) from None
     return path
