@@ -38,16 +38,7 @@ def judge(options: JudgeOptions, db: str | None = None, progress: bool = True) -
                 plan.summary(),
                 message="nothing to do: every planned cell is judged",
             )
-        parameters = as_parameters(options)
-        parameters.update(
-            dataset=session.inputs.dataset,
-            models=list(session.inputs.models),
-            prompts=len(session.inputs.prompts),
-            template_hash=setup.template.hash,
-            multi_sample=setup.multi_sample,
-        )
-        log = RunLog(db, "judge", parameters, start=False)
-        session.record(log.run)
+        log = _start_run_log(db, session, multi_sample=setup.multi_sample)
         budget = Budget(max_cost_usd=options.caps.max_cost, max_samples=options.caps.max_calls)
         stats, jobs, failure = RunStats(), (), None
         try:
@@ -83,13 +74,20 @@ def judge_adaptive(options: JudgeOptions, db: str | None = None) -> AdaptiveOutc
     `options.adaptive.stop_probability`, or `options.caps` (calls, cost) are spent."""
     setup = prepare_judge(options)
     with JudgeSession(db, options, setup) as session:
-        parameters = as_parameters(options)
-        parameters.update(
-            dataset=session.inputs.dataset,
-            models=list(session.inputs.models),
-            prompts=len(session.inputs.prompts),
-            template_hash=setup.template.hash,
-        )
-        log = RunLog(db, "judge", parameters, start=False)
-        session.record(log.run)
-        return judge_adaptively(session, log)
+        return judge_adaptively(session, _start_run_log(db, session))
+
+
+def _start_run_log(db: str | None, session: JudgeSession, **extra) -> RunLog:
+    """The run's log, its `runs` row recorded as running: the options, what the session judges, `extra`."""
+    inputs = session.inputs
+    parameters = as_parameters(session.options)
+    parameters.update(
+        dataset=inputs.dataset,
+        models=list(inputs.models),
+        prompts=len(inputs.prompts),
+        template_hash=session.setup.template.hash,
+        **extra,
+    )
+    log = RunLog(db, "judge", parameters, start=False)
+    session.record(log.run)
+    return log
