@@ -1,6 +1,6 @@
 """Batched NE replicates (eqarena/solvers/nash/batched.py, _batched_trace.py): replicate by replicate
 the equilibrium `nash` selects, every replicate within the guarantee; padding, lane count and lane
-reuse without effect; a game `nash` would retrace is handed back."""
+reuse without effect; a game `nash` retraces is retraced on the lanes."""
 
 from __future__ import annotations
 
@@ -153,31 +153,30 @@ def test_a_lane_program_is_compiled_once_per_process_under_the_guard(monkeypatch
     np.testing.assert_allclose(plain[0].ratings[1], reference.ratings[1], atol=1e-6)
 
 
-def test_a_game_nash_would_retrace_is_handed_back():
-    """Traces stopped before their first step end at the targets, far from an equilibrium, where `nash`
-    retraces: every game comes back as None (the caller's fallback)."""
-    _, _, games, targets = _games("ne", "prompts", 3)
-    assert batched_nash(games, targets, options=ContinuationOptions(max_steps=0)) == [None, None, None]
-
-
-def test_bootstrap_falls_back_to_nash_for_games_it_hands_back(monkeypatch):
-    """A replicate the batch hands back is solved by `nash` and counted in diagnostics["fallback"]."""
-    from eqarena.solvers.bootstrap import batched as batched_bootstrap
-
-    real = batched_bootstrap.batched_nash
-
-    def drop_second(games, targets, **kwargs):
-        ends = real(games, targets, **kwargs)
-        ends[1] = None
-        return ends
-
-    monkeypatch.setattr(batched_bootstrap, "batched_nash", drop_second)
-    u = solvers.synthetic_king_tensor(20, 4, seed=5)
-    batch = bootstrap_ratings(u, ["ne"], replicates=3, seed=0, schemes=("prompts",), batched=True)[0]
-    single = bootstrap_ratings(u, ["ne"], replicates=3, seed=0, schemes=("prompts",), batched=False)[0]
-    assert batch.diagnostics["fallback"] == 1
-    np.testing.assert_allclose(batch.ratings, single.ratings, atol=1e-6)
-    assert np.all(batch.exploitability <= 1e-6)
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_a_game_nash_retraces_is_retraced_on_the_lanes_as_nash_does(lanes):
+    """Traces cut at 25 steps: a game whose trace ends above the tolerance is traced again with `nash`'s
+    tighter step control, twice, and ends at its least exploitable trace; trace by trace the same
+    exploitability and step control as `nash`'s retraces, and the same end. Games whose first trace ends
+    within the tolerance are traced once."""
+    _, _, games, targets = _games("ne", "judgments", 3)
+    cut = ContinuationOptions(max_steps=25)
+    ends = batched_nash(games, targets, lanes=lanes, options=cut)
+    retraced = 0
+    for game, target, end in zip(games, targets, ends):
+        reference = solvers.nash(game, target, max_steps=25)
+        mine, theirs = end.diagnostics["traces"], reference.diagnostics["traces"]
+        assert end.diagnostics["retraces"] == reference.diagnostics["retraces"] == len(mine) - 1
+        assert [t["max_distance"] for t in mine] == [t["max_distance"] for t in theirs]
+        np.testing.assert_allclose(
+            [t["exploitability"] for t in mine], [t["exploitability"] for t in theirs], rtol=1e-6, atol=1e-12
+        )
+        assert end.exploitability == pytest.approx(min(t["exploitability"] for t in mine), abs=1e-12)
+        for x, y in zip(end.ratings, reference.ratings):
+            np.testing.assert_allclose(x, y, atol=1e-9)
+        retraced += len(mine) > 1
+        assert (len(mine) > 1) == (mine[0]["exploitability"] > 1e-6)
+    assert retraced >= 1
 
 
 def test_a_single_lane_on_a_big_game_pads_to_a_bucket_of_its_games_prompts():

@@ -3,8 +3,8 @@ NE methods by `solvers.nash.batched`; all replicates at once (`bootstrap_ratings
 worker's unit of them (`ReplicateSolver.batch_units`).
 
 NE: each replicate is its distinct-prompt game (`replicates.replicate_game`) padded to the full
-prompt count, with the target `nash` gives it; a replicate `nash` would retrace, or whose
-exploitability exceeds `GUARANTEE`, is re-solved by `replicates.solve_king_ratings`.
+prompt count, with the target `nash` gives it; a replicate `nash` would retrace is retraced on the
+lanes too (`batched_nash`), so none needs a one-by-one solve.
 
 CCE:
 
@@ -90,7 +90,7 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int | range
 def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES) -> tuple[np.ndarray, np.ndarray, int]:
     """King ratings (n, M) and exploitability (n,) of the NE `method` on each tensor (P_b <= `prompts`,
     M, M), solved as one batch on their distinct prompts (`replicates.replicate_game`), and how many
-    needed the one-by-one fallback."""
+    needed the one-by-one fallback (none: the lanes retrace as `nash` does)."""
     m = tensors[0].shape[1]
     ratings, expl = np.zeros((len(tensors), m)), np.zeros(len(tensors))
     games, targets = [], []
@@ -98,14 +98,9 @@ def batched_nash_ratings(method: str, tensors, prompts: int, lanes: int = LANES)
         ub, target = replicate_game(method, tensor)
         games.append(koth_game(ub))
         targets.append(selection_targets(games[-1], target))
-    fallback = 0
     for b, end in enumerate(batched_nash(games, targets, prompts=lane_prompts(games, prompts, lanes), lanes=lanes)):
-        if end is not None and end.exploitability <= GUARANTEE:
-            ratings[b], expl[b] = end.ratings[KING], end.exploitability
-        else:
-            fallback += 1
-            ratings[b], expl[b] = solve_king_ratings(method, tensors[b])
-    return ratings, expl, fallback
+        ratings[b], expl[b] = end.ratings[KING], end.exploitability
+    return ratings, expl, 0
 
 
 def lane_prompts(games, prompts: int, lanes: int) -> int:

@@ -282,8 +282,9 @@ def bootstrap_ratings(
     of a scheme is the same game for every method (common random numbers) and depends only on
     (seed, scheme, b), not on how `map_units` spreads the units of replicates (default: this
     process, one after another). batched: True solves all replicates of each CCE and NE method as
-    batches in this process (`solvers.cce.batched`, `solvers.nash.batched`; replicates they cannot take,
-    or that end above 1e-6, are re-solved one by one: diagnostics["fallback"]); False solves every
+    batches in this process (`solvers.cce.batched`, `solvers.nash.batched`; CCE replicates the batch
+    cannot take, or that end above 1e-6, are re-solved one by one: diagnostics["fallback"]; NE replicates
+    are retraced on the lanes as `nash` retraces them); False solves every
     replicate one by one; None (default) is True when JAX runs on an accelerator, where it pays
     (bench/batched.py), and on a CPU solves each unit of NE replicates as one batch on one lane where
     that pays (`batched_bootstrap.batches_pay`: up to 200 models). settling: stop before `replicates` once the

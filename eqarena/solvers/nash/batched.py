@@ -7,9 +7,8 @@ game is done takes the next game) and its end is picked by the monitor of the on
 extrapolation and stopping rule, so each game gets the equilibrium `nash` selects. The two traces
 differ only in rounding (summation order; the one-by-one trace skips prompts of mass below e^-50):
 an isolated end is the same to ~1e-12; an end extrapolated on a degenerate game agrees to the
-extrapolation's accuracy (`diagnostics["limit_change"]`). Where `nash` would retrace a game with
-tighter step control (its first trace ended above `tol`), the game is returned as None and the
-caller solves it with `nash`.
+extrapolation's accuracy (`diagnostics["limit_change"]`). Where `nash` retraces a game with tighter
+step control (its trace ended above `tol`), so do the lanes, with the same compiled program.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from eqarena.solvers.games.normal_form import KothGame
 from eqarena.solvers.nash import _batched_trace as trace
 from eqarena.solvers.nash._continuation import ContinuationOptions
 from eqarena.solvers.nash._polish import values_function
-from eqarena.solvers.nash.limiting_logit import BranchMonitor, deviation_ratings
+from eqarena.solvers.nash.limiting_logit import BranchMonitor, best_trace, deviation_ratings, retrace_options
 from eqarena.solvers.nash.logit import is_antisymmetric
 
 LANES = 16  # games traced side by side
@@ -101,73 +100,117 @@ def batched_nash(
     lanes: int = LANES,
     record: int = RECORD,
     options: ContinuationOptions = ContinuationOptions(),
+    retraces: int = 2,
     timings: dict[str, float] | None = None,
-) -> list[BranchEnd | None]:
+) -> list[BranchEnd]:
     """The branch end of every game from its targets (strictly positive, one per player, as
-    `nash.selection_targets` gives them), or None where `nash` must retrace it.
+    `nash.selection_targets` gives them): the end `nash` gives it.
 
     The games share their number of models. Each lane holds its game's tensor padded to `prompts`
     prompts (default: the largest game's) with prompts of target mass 0, which never carry mass; a
     fixed `prompts` and `lanes` keep one compilation for any set of games. With one lane the trace
     is not vmapped, and on games of `KEPT_ROWS_FROM` cells or more its attempts run on the fewest
     `KEPT_ROWS` prompts of highest logit that hold all that carry mass (as the one-by-one trace prunes
-    the others). timings: if given, a dict to which the seconds spent in the compiled trace (waited for
+    the others). A game whose trace ends above `tol` is traced again on the lanes with `nash`'s tighter
+    step control (`limiting_logit.retrace_options`), up to `retraces` times, and gets its least
+    exploitable trace's end, as `nash` does (the options are a traced argument: the same compiled
+    program). timings: if given, a dict to which the seconds spent in the compiled trace (waited for
     and copied to the host), in the monitor's replay of its points and in finishing the ends are added
     ("trace", "monitor", "finish").
     """
     if not games:
         return []
+    if retraces < 0:
+        raise ValueError(f"retraces must be >= 0; got {retraces}")
     m = games[0].num_actions[1]
     p = prompts or max(g.num_actions[0] for g in games)
     if any(g.num_actions[0] > p or g.num_actions[1] != m for g in games):
         raise ValueError(f"every game needs at most {p} prompts and {m} models")
     antisymmetric = all(is_antisymmetric(np.asarray(g.u_king)) for g in games)
-    opts = trace.option_vector(options)
-    log_t, u_lanes = np.zeros((lanes, p + 2 * m)), np.zeros((lanes, p, m, m))
-
-    def load(lane: int, g: int) -> None:
-        n = games[g].num_actions[0]
-        log_t[lane] = -np.inf
-        log_t[lane, :n] = np.log(targets[g][0])
-        log_t[lane, p:] = np.concatenate([np.log(targets[g][1]), np.log(targets[g][2])])
-        u_lanes[lane] = 0.0
-        u_lanes[lane, :n] = games[g].u_king
-
-    queue = iter(range(len(games)))
-    game_of = [next(queue, None) for _ in range(lanes)]
-    for lane, g in enumerate(game_of):
-        load(lane, g if g is not None else 0)  # an idle lane traces game 0 and is ignored
-    rows = None  # the kept-row tiers of a single lane (`run_lane`)
-    if lanes == 1:
-        rows = tuple(r for r in KEPT_ROWS if 2 * r < p and p * m * m >= KEPT_ROWS_FROM) or None
-    program = (lanes, p, m, record, antisymmetric, rows)
-    state = trace.blank_lanes(lanes, p, m, record)
-    fresh = np.ones(lanes, dtype=bool)  # every lane starts its game in the first call
-    ends = [None if g is None else BranchMonitor(games[g], tol, polish_from) for g in game_of]
-    out: list[BranchEnd | None] = [None] * len(games)
-    clock = _Clock(timings)
-    while any(g is not None for g in game_of):
-        run = _compiled(program, state, fresh, log_t, u_lanes, opts)  # compiled on the first call
-        with clock("trace"):
-            state = _host(run(state, fresh, log_t, u_lanes, opts))
-        fresh[:] = False
-        for lane, g in enumerate(game_of):
-            if g is None:
-                continue
-            with clock("monitor"):
-                reason, counters = _replay(ends[lane], state, lane, games[g].num_actions[0], polish_from)
-            if reason is None:
-                continue
-            with clock("finish"):
-                out[g] = _finish(games[g], ends[lane], targets[g], reason, counters, tol)
-            game_of[lane] = g_next = next(queue, None)
-            if g_next is None:
-                state.stop[lane] = trace.MAX_STEPS  # idle from now on
-                continue
-            ends[lane] = BranchMonitor(games[g_next], tol, polish_from)
-            load(lane, g_next)
-            fresh[lane] = True  # the next call starts it at its new game's branch start
+    lanes_of = _Lanes(lanes, p, m, record, antisymmetric, polish_from, tol, _Clock(timings))
+    best: list[tuple] = [()] * len(games)
+    history: list[list[dict]] = [[] for _ in games]
+    pending = list(range(len(games)))
+    for _ in range(retraces + 1):
+        for g, (xs, info) in lanes_of.trace([games[k] for k in pending], [targets[k] for k in pending], options):
+            g = pending[g]
+            history[g].append({key: info[key] for key in ("steps", "stop_reason", "exploitability")})
+            history[g][-1]["max_distance"] = options.max_distance
+            if not best[g] or info["exploitability"] < best[g][1]["exploitability"]:
+                best[g] = (xs, info)
+        pending = [g for g in pending if best[g][1]["exploitability"] > tol]
+        if not pending:
+            break
+        options = retrace_options(options)
+    out = []
+    for game, end, traces in zip(games, best, history):
+        xs, info = best_trace(end, traces)
+        ratings = deviation_ratings(values_function(game), xs)
+        out.append(BranchEnd(xs, ratings, float(sum(max(0.0, r.max()) for r in ratings)), info))
     return out
+
+
+@dataclass
+class _Lanes:
+    """The lane program of one batch's sizes, and the traces of games on it."""
+
+    lanes: int
+    prompts: int
+    models: int
+    record: int
+    antisymmetric: bool
+    polish_from: float
+    tol: float
+    clock: "_Clock"
+
+    def trace(self, games, targets, options: ContinuationOptions) -> Iterator[tuple[int, tuple]]:
+        """(game index, (end, diagnostics)) of every game's trace under `options`, as the traces end."""
+        lanes, p, m = self.lanes, self.prompts, self.models
+        opts = trace.option_vector(options)
+        log_t, u_lanes = np.zeros((lanes, p + 2 * m)), np.zeros((lanes, p, m, m))
+
+        def load(lane: int, g: int) -> None:
+            n = games[g].num_actions[0]
+            log_t[lane] = -np.inf
+            log_t[lane, :n] = np.log(targets[g][0])
+            log_t[lane, p:] = np.concatenate([np.log(targets[g][1]), np.log(targets[g][2])])
+            u_lanes[lane] = 0.0
+            u_lanes[lane, :n] = games[g].u_king
+
+        queue = iter(range(len(games)))
+        game_of = [next(queue, None) for _ in range(lanes)]
+        for lane, g in enumerate(game_of):
+            load(lane, g if g is not None else 0)  # an idle lane traces game 0 and is ignored
+        rows = None  # the kept-row tiers of a single lane (`run_lane`)
+        if lanes == 1:
+            rows = tuple(r for r in KEPT_ROWS if 2 * r < p and p * m * m >= KEPT_ROWS_FROM) or None
+        program = (lanes, p, m, self.record, self.antisymmetric, rows)
+        state = trace.blank_lanes(lanes, p, m, self.record)
+        fresh = np.ones(lanes, dtype=bool)  # every lane starts its game in the first call
+        ends = [BranchMonitor(games[g or 0], self.tol, self.polish_from) for g in game_of]  # idle lanes': unread
+        clock = self.clock
+        while any(g is not None for g in game_of):
+            run = _compiled(program, state, fresh, log_t, u_lanes, opts)  # compiled on the first call
+            with clock("trace"):
+                state = _host(run(state, fresh, log_t, u_lanes, opts))
+            fresh[:] = False
+            for lane, g in enumerate(game_of):
+                if g is None:
+                    continue
+                with clock("monitor"):
+                    reason, counters = _replay(ends[lane], state, lane, games[g].num_actions[0], self.polish_from)
+                if reason is None:
+                    continue
+                with clock("finish"):
+                    finished = _finish(ends[lane], targets[g], reason, counters)
+                yield g, finished
+                game_of[lane] = g_next = next(queue, None)
+                if g_next is None:
+                    state.stop[lane] = trace.MAX_STEPS  # idle from now on
+                    continue
+                ends[lane] = BranchMonitor(games[g_next], self.tol, self.polish_from)
+                load(lane, g_next)
+                fresh[lane] = True  # the next call starts it at its new game's branch start
 
 
 class _Clock:
@@ -227,10 +270,9 @@ def _exploitability_above(state: trace.Lane, lane: int, n: int, count: int, boun
     return expl > bound * (1.0 + 1e-9) + 1e-15
 
 
-def _finish(game, end: BranchMonitor, targets, reason: str, counters, tol: float) -> BranchEnd | None:
+def _finish(end: BranchMonitor, targets, reason: str, counters) -> tuple[list[np.ndarray], dict]:
+    """A trace's end and its diagnostics, as `limiting_logit._branch` gives them."""
     xs, info = end.result([np.asarray(t) for t in targets], reason)
-    if info["exploitability"] > tol:
-        return None
     info.update(
         steps=int(counters[trace.STEPS]),
         rejected_steps=int(counters[trace.REJECTED]),
@@ -240,7 +282,5 @@ def _finish(game, end: BranchMonitor, targets, reason: str, counters, tol: float
         kept_row_attempts=int(counters[trace.KEPT_ROWS]),
         stop_reason=reason,
         backend="jax-batched",
-        retraces=0,
     )
-    ratings = deviation_ratings(values_function(game), xs)
-    return BranchEnd(xs, ratings, float(sum(max(0.0, r.max()) for r in ratings)), info)
+    return xs, info

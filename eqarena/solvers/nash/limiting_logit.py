@@ -218,12 +218,23 @@ def _branch_with_retraces(game, targets, tol, polish_from, backend, options: Con
             best = (xs, info)
         if info["exploitability"] <= tol:
             break
-        options = replace(
-            options,
-            first_step=options.first_step * _RETRACE_DISTANCE_FACTOR,
-            max_distance=options.max_distance * _RETRACE_DISTANCE_FACTOR,
-            max_contraction=options.max_contraction * _RETRACE_CONTRACTION_FACTOR,
-        )
+        options = retrace_options(options)
+    assert best is not None  # retraces >= 0: one trace at least
+    return best_trace(best, history)
+
+
+def retrace_options(options: ContinuationOptions) -> ContinuationOptions:
+    """The tighter step control of the next retrace, after a trace that ended above `tol`."""
+    return replace(
+        options,
+        first_step=options.first_step * _RETRACE_DISTANCE_FACTOR,
+        max_distance=options.max_distance * _RETRACE_DISTANCE_FACTOR,
+        max_contraction=options.max_contraction * _RETRACE_CONTRACTION_FACTOR,
+    )
+
+
+def best_trace(best: tuple, history: list[dict]) -> tuple:
+    """The least exploitable trace's (end, diagnostics), the diagnostics counting every trace's steps."""
     xs, info = best
     info["steps"] = sum(trace["steps"] for trace in history)
     info["retraces"] = len(history) - 1
