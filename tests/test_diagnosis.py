@@ -229,11 +229,35 @@ def test_a_baseline_only_preference_table_is_rated_exactly_and_its_odd_answer_ex
     table = baseline_preferences(tmp_path / "prefs.csv")
     db, run_id, output = _rate(tmp_path, "pairwise", table, "prefs")
     _assert_explained(output, db, run_id, judged_everywhere=BASELINE)
+    # The NE rests on under 2% of the prompts: the answer leads with CCE, says why, and orders the table by it.
+    text = " ".join(output.split())
+    support = query(
+        db,
+        "SELECT count(*) FROM ratings WHERE run_id = ? AND method = 'ne' AND player = 'prompt' AND mass > 1e-6",
+        [run_id],
+    )[0][0]
+    total = query(
+        db, "SELECT count(*) FROM ratings WHERE run_id = ? AND method = 'ne' AND player = 'prompt'", [run_id]
+    )[0][0]
+    assert support < 0.02 * total
+    lead = f"Leading with CCE: the NE does not rank these models reliably (it rests on {support} of {total:,} prompts"
+    assert lead in text and "ordered by CCE;" in text
+    cce_first = sorted(
+        a
+        for (a,) in query(
+            db,
+            "SELECT action FROM ratings WHERE run_id = ? AND method = 'cce' AND player = 'king' AND rank = 1",
+            [run_id],
+        )
+    )
+    named = cce_first[0] if len(cce_first) == 1 else ", ".join(cce_first[:-1]) + f" and {cce_first[-1]}"
+    assert (f"Best model by CCE: {named} (" if len(cce_first) == 1 else f"{named} tie first by CCE") in text
     report = runner.invoke(app, ["report", "--db", str(db), "--out", str(tmp_path / "out")])
     assert report.exit_code == 0, report.output
     html = next((tmp_path / "out").glob("*.html")).read_text()
     panel = html[html.index('id="verdict"') : html.index("</section>", html.index('id="verdict"'))]
     assert "Read the NE with care" in panel and "rest mostly on imputed cells" in panel
+    assert "Leading with CCE" in panel and "Ordered by CCE" in html
     assert "The prompts deciding the NE" in panel
 
 
@@ -250,3 +274,29 @@ def test_a_specialist_first_by_cce_and_far_down_by_bt_is_explained_by_its_cce_ki
     assert gap.startswith("NE and CCE disagree on m19: 20th of 20 by NE, 1st by CCE")
     assert "the CCE plays it as king (mass 40%), and a CCE can pair a king with the prompts it wins" in gap
     assert "it is 18th of 20, nearer its NE place" in gap
+
+
+def test_the_answer_leads_with_cce_when_the_ne_cannot_rank_and_says_why():
+    """An NE stopped on a continuum whose limit still moved (0.357), an NE resting on 8 of 1,024 prompts, and an
+    NE giving 8 models 2 distinct ranks: each names CCE to lead with (BT where the run has no CCE), with the
+    reason as a clause. A limit that last moved 1e-3, and a clean NE, keep the NE in the lead."""
+    support = {"ne": {"king": (1, 3), "prompt": (30, 80)}}
+    cce = [("cce", m, k + 1, -0.1 * k, None, 0.0) for k, m in enumerate("abc")]
+    base = _evidence(_table(CLEAN + cce), support)
+    stopped = diagnose(replace(base, limits={"ne": ("trace_stopped", 0.357)}))
+    assert stopped.lead == "cce" and stopped.unfit == (
+        "its solver stopped on a continuum of equilibria, so which one it selects is not pinned down",
+    )
+    near = diagnose(replace(base, limits={"ne": ("trace_stopped", 1e-3)}))
+    assert any("stopped before the end of its branch" in f for f in near.findings)
+    assert near.lead is None and near.unfit == ()
+    assert diagnose(base).lead is None
+
+    narrow = _evidence(_table(CLEAN), {"ne": {"king": (1, 3), "prompt": (8, 1024)}})
+    assert diagnose(narrow).lead == "bt" and diagnose(narrow).unfit == ("it rests on 8 of 1,024 prompts",)
+
+    models = [f"m{k}" for k in range(8)]
+    ne = [("ne", "m0", 1, 0.0, 1.0, 0.0)] + [("ne", m, 2, -0.5, 0.0, 0.0) for m in models[1:]]
+    bt = [("bt", m, k + 1, 1000.0 - k, None, None) for k, m in enumerate(models)]
+    few = diagnose(_evidence(_table(ne + bt), {"ne": {"king": (1, 8), "prompt": (30, 80)}}))
+    assert few.lead == "bt" and few.unfit == ("it gives 8 models only 2 distinct ranks",)

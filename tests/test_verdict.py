@@ -65,3 +65,34 @@ def test_headline_method_prefers_the_papers_ratings():
     assert headline_method(["bt", "cce-shannon", "cce"]) == "cce"
     assert headline_method(["bt", "ne-shannon"]) == "ne-shannon"
     assert headline_method(["bt"]) == "bt"
+
+
+def test_the_answer_leads_with_the_method_the_diagnosis_names_and_says_why():
+    """A diagnosis that finds the NE unfit to rank leads the answer with its CCE: first why, then CCE's best
+    (here a tie), then the other methods, which break the tie. Without it, or naming a method the run did not
+    rate, the NE leads."""
+    from eqarena.report.diagnosis import Diagnosis
+    from eqarena.report.verdict import lead_method
+
+    table = _table(
+        [
+            ("ne", "a", 1, 0.0, None, None, None),
+            ("ne", "b", 2, -0.5, None, None, None),
+            ("bt", "a", 1, 1100.0, None, None, None),
+            ("bt", "b", 2, 900.0, None, None, None),
+            ("cce", "a", 1, 0.0, None, None, None),
+            ("cce", "b", 1, 0.0, None, None, None),
+        ]
+    )
+    unfit = Diagnosis("ne", ("a finding",), None, (), "cce", ("it rests on 2 of 900 prompts",))
+    found = verdict(table, unfit)
+    assert found.method == "cce" and found.best == ("a", "b")
+    assert found.lines == (
+        "Leading with CCE: the NE does not rank these models reliably (it rests on 2 of 900 prompts; see below).",
+        "a and b tie first by CCE (rating +0.000).",
+        "The other methods break the tie: BT and NE put a first.",
+    )
+    assert lead_method(["bt", "cce", "ne"], unfit) == "cce"
+    assert lead_method(["bt", "ne"], unfit) == "ne"
+    assert lead_method(["bt", "cce", "ne"], None) == "ne"
+    assert verdict(table).method == "ne"

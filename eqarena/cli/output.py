@@ -38,7 +38,8 @@ def warehouse_file(db: Path | None) -> Path:
 
 def print_model_ratings(db: Path | None, run_id: str) -> None:
     """The answer first (eqarena/report/verdict.py), then a table of the run's models ordered by the
-    headline method: its rating, 95% interval and P(top 1), and every method's rank (rating)."""
+    method the answer leads with (`verdict.lead_method`): its rating, 95% interval and P(top 1), and every
+    method's rank; then the headline method's diagnosis (eqarena/report/diagnosis.py)."""
     from eqarena.methods import format_rating, label, ordered
     from eqarena.report.diagnosis import diagnose
     from eqarena.report.evidence import read_evidence
@@ -48,7 +49,8 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     with closing(warehouse.connect(db, read_only=True)) as con:
         rows = read_rating_table(con, run_id)
         evidence = read_evidence(con, run_id, read_run(con, run_id).parameters.get("dataset", ""))
-    answer = verdict(rows)
+    found = diagnose(evidence)
+    answer = verdict(rows, found)
     methods = ordered(rows["method"].unique().to_list())
     by = {(r["method"], r["action"]): r for r in rows.iter_rows(named=True)}
     headline = [
@@ -88,7 +90,7 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     for line in answer.lines:
         say(line)
     Console().print(table)
-    print_diagnosis(diagnose(evidence))
+    print_diagnosis(found)
 
 
 def print_group_ratings(db: Path | None, run_id: str) -> None:

@@ -202,11 +202,14 @@ def export(
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
 ) -> None:
-    """Write a rate run's model ratings as a leaderboard to share: one row per model in the headline
-    method's order; per method its rank, rating, 95% interval and P(top 1) (docs: eqarena/report/export.py)."""
+    """Write a rate run's model ratings as a leaderboard to share: one row per model in the order of the
+    method the answer leads with (as `rate` prints it); per method its rank, rating, 95% interval and
+    P(top 1) (docs: eqarena/report/export.py)."""
     from eqarena import warehouse
     from eqarena.exceptions import NotFoundError
+    from eqarena.report.diagnosis import diagnose
     from eqarena.report.directory import write_whole
+    from eqarena.report.evidence import read_evidence
     from eqarena.report.export import EXPORT_FORMATS, export_text
     from eqarena.warehouse.ratings import latest_rate_run_id, read_rating_table, read_run
 
@@ -221,7 +224,9 @@ def export(
         rows = read_rating_table(con, run_id)
         if rows.is_empty():
             raise NotFoundError(f"run {run_id!r} has no model ratings (is it a finished rate run?)")
-        text = export_text(rows, fmt, run_id, read_run(con, run_id).parameters.get("dataset", ""))
+        dataset_name = read_run(con, run_id).parameters.get("dataset", "")
+        lead = diagnose(read_evidence(con, run_id, dataset_name)).lead
+        text = export_text(rows, fmt, run_id, dataset_name, lead)
     if out is None:
         sys.stdout.write(text)
         return

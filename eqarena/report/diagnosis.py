@@ -17,6 +17,12 @@ prompts or on cells no judge saw. `diagnose` looks at the headline method's rati
 
 and names the prompts that decide the equilibrium (its prompt support, by mass) with the king-vs-rebel
 payoffs on them, and which method to read instead.
+
+Three of these signs make the headline method unfit to *rank* the models, and the answer then leads with
+another method (`Diagnosis.lead`, CCE where the run has it, else BT; `verdict.lead_method`): a prompt
+support under `SMALL_PROMPT_SUPPORT`; fewer distinct ranks than half the models (`FEW_RANKS`); a trace
+stopped on a continuum of equilibria whose limit estimate last moved by `UNCERTAIN_LIMIT` or more (or
+gave no estimate), where which equilibrium the selection picks is not pinned down.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ IMPUTED_MAJORITY = 0.5  # a rating resting more than half on imputed cells
 DECIDING_PROMPTS = 5  # deciding prompts shown
 PAYOFF_MODELS = 3  # kings and rebels shown per deciding prompt
 COMPARED = ("bt", "cce")  # methods the headline is compared with, when the run rated them
+LEAD_INSTEAD = ("cce", "bt")  # methods the answer leads with when the headline cannot rank, first rated first
+FEW_RANKS = 0.5  # fewer distinct ranks than this share of the models: the headline does not order them
+UNCERTAIN_LIMIT = 1e-2  # a limit estimate that last moved this much (L1) leaves the selection open
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,8 @@ class Diagnosis:
     findings: tuple[str, ...]
     advice: str | None
     deciding: tuple[DecidingPrompt, ...]
+    lead: str | None = None  # the method the answer leads with instead of `method` (module docstring)
+    unfit: tuple[str, ...] = ()  # why `method` cannot rank the models here, as clauses
 
 
 def deciding_prompt_ids(prompt_mass: Mapping[str, float]) -> list[str]:
@@ -108,6 +119,7 @@ def diagnose(e: Evidence) -> Diagnosis:
     prompts = e.support.get(e.method, {}).get("prompt")
     findings: list[str] = []
     advice: list[str] = []
+    unfit: list[str] = []  # why the method cannot rank the models here
 
     top = [r for r in rows if r["rank"] == 1]
     if len(top) > 1:
@@ -123,6 +135,9 @@ def diagnose(e: Evidence) -> Diagnosis:
             + ". A tie at 0 means no model gains by switching to another, not that they are equally strong."
         )
 
+    ranks = len({r["rank"] for r in rows})
+    if len(rows) >= 4 and ranks < FEW_RANKS * len(rows):
+        unfit.append(f"it gives {len(rows)} models only {ranks} distinct ranks")
     for tied in _tie_groups(rows):
         rating = format_rating(e.method, tied[0]["rating"])
         names = _names([r["action"] for r in tied], limit=4)
@@ -147,6 +162,7 @@ def diagnose(e: Evidence) -> Diagnosis:
             f"The {name} rests on {prompts[0]} of {prompts[1]:,} prompts ({prompts[0] / prompts[1]:.1%}): its "
             "ranking is decided on those prompts (listed with their payoffs), the others carry no weight."
         )
+        unfit.append(f"it rests on {prompts[0]} of {prompts[1]:,} prompts")
         broader = [m for m in COMPARED if m != e.method and m in _methods(e.table)]
         if broader:
             advice.append(f"for a ranking over more of the prompts, read {' or '.join(label(m) for m in broader)}")
@@ -180,6 +196,8 @@ def diagnose(e: Evidence) -> Diagnosis:
             f"are those of an exact equilibrium, but which point of the continuum the selection picks is known "
             f"only as well as the limit's estimate ({bound}, L1 over the players' strategies)."
         )
+        if change is None or change >= UNCERTAIN_LIMIT:
+            unfit.append("its solver stopped on a continuum of equilibria, so which one it selects is not pinned down")
         broader = [m for m in COMPARED if m != e.method and is_equilibrium(m) and m in _methods(e.table)]
         if broader:
             advice.append(
@@ -190,7 +208,15 @@ def diagnose(e: Evidence) -> Diagnosis:
     if findings and e.prompt_mass:
         deciding = tuple(_deciding(e, p) for p in deciding_prompt_ids(e.prompt_mass))
     said = "; ".join(dict.fromkeys(advice))
-    return Diagnosis(e.method, tuple(findings), said[0].upper() + said[1:] + "." if said else None, deciding)
+    lead = next((m for m in LEAD_INSTEAD if m != e.method and m in _methods(e.table)), None) if unfit else None
+    return Diagnosis(
+        e.method,
+        tuple(findings),
+        said[0].upper() + said[1:] + "." if said else None,
+        deciding,
+        lead,
+        tuple(unfit) if lead else (),
+    )
 
 
 def _disagreement_sentence(e: Evidence, rows: list[dict], model: str, ours: int, theirs: int, other: str) -> str:

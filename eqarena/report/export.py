@@ -1,11 +1,12 @@
 """A rate run's model ratings as a leaderboard to share: CSV, JSON or markdown (`eqarena export`).
 
-One row per model, in the order of the headline method (`report.verdict.headline_method`: NE, else
-CCE, ...). Per method m of the run (registry order), the columns `m_rank`, `m_rating`, `m_ci_lo`,
-`m_ci_hi` (its 95% interval: a model-rating method's own, an equilibrium's over resampled prompts)
-and `m_p_top1` (the share of prompt replicates in which the model ranks first; equilibria with a
-bootstrap); empty where the run has none. The markdown table is the console's: the headline method's
-rank, rating, interval and P(top 1), then every other method's rank.
+One row per model, in the order of the method the answer leads with (`report.verdict.lead_method`:
+NE, else CCE, ...; another where the diagnosis finds the NE unfit to rank the models). Per method m
+of the run (registry order), the columns `m_rank`, `m_rating`, `m_ci_lo`, `m_ci_hi` (its 95%
+interval: a model-rating method's own, an equilibrium's over resampled prompts) and `m_p_top1` (the
+share of prompt replicates in which the model ranks first; equilibria with a bootstrap); empty where
+the run has none. The markdown table is the console's: the leading method's rank, rating, interval
+and P(top 1), then every other method's rank.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ EXPORT_FORMATS = ("csv", "json", "markdown")
 FIELDS = ("rank", "rating", "ci_lo", "ci_hi", "p_top1")
 
 
-def leaderboard(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[str], str]:
+def leaderboard(rows: pl.DataFrame, lead: str | None = None) -> tuple[pl.DataFrame, list[str], str]:
     """The wide table (module docstring) of a run's rating rows (`warehouse.ratings.read_rating_table`),
-    its methods in registry order, and its headline method."""
+    its methods in registry order, and the method it is ordered by: `lead` (`report.diagnosis.Diagnosis.lead`)
+    where the run rated it, else the headline method."""
     methods = ordered(rows["method"].unique().to_list())
-    headline = headline_method(methods)
+    headline = lead if lead in methods else headline_method(methods)
     order = rows.filter(pl.col("method") == headline).sort("rank", "action")["action"].to_list()
     board = pl.DataFrame({"model": order})
     for method in methods:
@@ -36,11 +38,12 @@ def leaderboard(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[str], str]:
     return board, methods, headline
 
 
-def export_text(rows: pl.DataFrame, fmt: str, run_id: str, dataset: str) -> str:
-    """The leaderboard of run `run_id` (on `dataset`) as `fmt`: csv, json or markdown."""
+def export_text(rows: pl.DataFrame, fmt: str, run_id: str, dataset: str, lead: str | None = None) -> str:
+    """The leaderboard of run `run_id` (on `dataset`) as `fmt`: csv, json or markdown, ordered as
+    `leaderboard(rows, lead)`."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"--format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
-    board, methods, headline = leaderboard(rows)
+    board, methods, headline = leaderboard(rows, lead)
     if fmt == "csv":
         return board.write_csv()
     if fmt == "json":

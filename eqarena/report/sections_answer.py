@@ -14,15 +14,16 @@ from eqarena.report.data import BATTLES, ReportData, king_frame
 from eqarena.report.diagnosis_panel import diagnosis_html
 from eqarena.report.drawing import figure_uri
 from eqarena.report.layout import section
-from eqarena.report.verdict import headline_method, verdict
+from eqarena.report.verdict import lead_method, verdict
 
 
 def verdict_panel(d: ReportData) -> str:
-    """The answer first: who is best by the headline method, how sure, whether the methods agree."""
+    """The answer first: who is best by the method it leads with (`verdict.lead_method`), how sure, whether
+    the methods agree."""
     table = king_frame(d)
     if table.is_empty():
         return ""
-    answer = verdict(table)
+    answer = verdict(table, d.diagnosis)
     lines = [*answer.lines, *report_headlines(d.clones, d.risk, answer.method)]
     return (
         '<section id="verdict" class="verdict"><h2>Verdict</h2>'
@@ -33,12 +34,12 @@ def verdict_panel(d: ReportData) -> str:
 
 
 def ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) -> str:
-    """One table in the headline method's order (rating, interval, P(top 1), the other methods' ranks), the
-    interactive ratings-with-intervals figure and the rank-probability heatmap."""
+    """One table in the order of the method the verdict leads with (rating, interval, P(top 1), the other
+    methods' ranks), the interactive ratings-with-intervals figure and the rank-probability heatmap."""
     kings = king_frame(d)
     if kings.is_empty():
         return section("ratings", '<p class="note">No model ratings in this run.</p>')
-    head = headline_method(methods)
+    head = lead_method(methods, d.diagnosis)
     others = [m for m in methods if m != head]
     ranks = {(r["method"], r["action"]): r["rank"] for r in kings.iter_rows(named=True)}
     order = kings.filter(pl.col("method") == head).sort("rank", "action")
@@ -76,7 +77,7 @@ def ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) ->
         else "No intervals: the run was rated with --bootstrap below 2."
     )
     note = (
-        f'<p class="note">Ordered by {page.escape(name)}, the headline method. {intervals} Equilibrium '
+        f'<p class="note">Ordered by {page.escape(name)}, the method the verdict leads with. {intervals} Equilibrium '
         "ratings are deviation gains (0 in the support, negative outside). "
         'The full tables are folded away below (<a href="#intervals">all intervals</a>, '
         '<a href="#model-ratings">all methods</a>).</p>'

@@ -5,10 +5,14 @@ method, action, rank, rating, ci_lo, ci_hi, p_top1, ...)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from eqarena.methods import format_rating, is_equilibrium, label, ordered
+
+if TYPE_CHECKING:
+    from eqarena.report.diagnosis import Diagnosis
 
 HEADLINE_PREFERENCE = ("ne", "cce")  # the paper's headline ratings, when the run has them
 
@@ -28,6 +32,14 @@ def headline_method(methods: list[str]) -> str:
     return next((m for m in methods if is_equilibrium(m)), methods[0])
 
 
+def lead_method(methods: list[str], found: Diagnosis | None = None) -> str:
+    """The method the answer and its tables lead with: the headline method, unless its diagnosis found it
+    unfit to rank the models and names a rated method to lead with instead (`report.diagnosis`)."""
+    if found is not None and found.lead in methods:
+        return found.lead
+    return headline_method(methods)
+
+
 def _interval(method: str, lo, hi) -> str:
     if lo is None or hi is None:
         return ""
@@ -38,10 +50,18 @@ def _names(models: list[str]) -> str:
     return models[0] if len(models) == 1 else ", ".join(models[:-1]) + f" and {models[-1]}"
 
 
-def verdict(table: pl.DataFrame) -> Verdict:
-    """The headline sentences of a run's king ratings (module docstring)."""
+def verdict(table: pl.DataFrame, found: Diagnosis | None = None) -> Verdict:
+    """The headline sentences of a run's king ratings (module docstring), led by `lead_method`: where the
+    diagnosis `found` of the headline method says it cannot rank the models, a first sentence says so
+    and why."""
     methods = ordered(table["method"].unique().to_list())
-    method = headline_method(methods)
+    method = lead_method(methods, found)
+    instead = []
+    if found is not None and method != found.method:
+        instead = [
+            f"Leading with {label(method)}: the {label(found.method)} does not rank these models reliably "
+            f"({'; '.join(found.unfit)}; see below)."
+        ]
     rows = table.filter(pl.col("method") == method).sort("rank", "action")
     top = rows.filter(pl.col("rank") == 1)
     best = top["action"].to_list()
@@ -62,7 +82,7 @@ def verdict(table: pl.DataFrame) -> Verdict:
         shares = ", ".join(f"{r['action']} {r['p_top1']:.0%}" for r in contenders.iter_rows(named=True))
         lines.append(f"The top spot is not settled: P(top 1) {shares}.")
     lines.append(_agreement(table, methods, best))
-    return Verdict(method, tuple(best), tuple(lines))
+    return Verdict(method, tuple(best), tuple(instead + lines))
 
 
 def _agreement(table: pl.DataFrame, methods: list[str], best: list[str]) -> str:
@@ -79,5 +99,15 @@ def _agreement(table: pl.DataFrame, methods: list[str], best: list[str]) -> str:
             if set(f) - set(best)
         )
         return f"All {len(methods)} methods rank {_names(best)} first" + (f" ({ties})." if ties else ".")
-    others = "; ".join(f"{label(m)}: {_names(f)}" for m, f in firsts.items() if not set(best) <= set(f))
+    apart = {m: f for m, f in firsts.items() if not set(best) <= set(f)}
+    if len(best) > 1 and all(set(f) <= set(best) for f in apart.values()):  # each picks among the tied
+        picks: dict[tuple[str, ...], list[str]] = {}
+        for m, f in apart.items():
+            picks.setdefault(tuple(f), []).append(label(m))
+        said = "; ".join(
+            f"{_names(names)} {'puts' if len(names) == 1 else 'put'} {_names(list(f))} first"
+            for f, names in picks.items()
+        )
+        return f"The other methods break the tie: {said}."
+    others = "; ".join(f"{label(m)}: {_names(f)}" for m, f in apart.items())
     return f"The methods disagree on the top: {others}."
