@@ -90,6 +90,11 @@ CASES = [
         ["rate", "-j", "prd:x", "-d", "arena", "--db", "{one}"],
         "cover 0 of 5 (prompt, model pair) cells",
     ),
+    (  # the one judgment is in one order: --orders any would count its cell
+        "rate-one-order",
+        ["rate", "-j", "prd:x", "-d", "arena", "--db", "{one}"],
+        "drop-models; 1 of the missing cells are judged in one order only, which --orders any counts",
+    ),
     ("rate-which-dataset", ["rate", "--db", "{two}"], "choose one with --dataset"),
     ("report-unknown-run", ["report", "--run", "rate-nope", "--db", "{one}"], "rate-nope"),
     ("run-unknown-dataset", ["run", "-d", "no-such-dataset", "--db", "{one}"], "neither a bundled dataset"),

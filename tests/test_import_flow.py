@@ -309,7 +309,8 @@ def test_preference_table_round_trips_in_both_orders_and_rates(tmp_path, prefect
             "pairwise",
             ["--layout", "preferences", "--baseline", "base"],
             "prompt_id,x,y\nq1,1.5,2\nq2,1,2.5\n",
-            "t.csv:3: preference 2.5 of 'y' is outside [1, 2] (1: base preferred, 2: the model preferred)",
+            "t.csv:3: preference 2.5 of 'y' is outside [1, 2] (1: base preferred, 2: the model preferred, "
+            "1.5 or 0: a draw)",
         ),
         (
             "scores",

@@ -359,8 +359,8 @@ def test_models_by_tasks_scores_keep_every_cell_with_tasks_as_prompts():
     assert stored == expected and len(stored) == 4 * len(tasks) - 2
     assert [p.prompt_id for p in imported.dataset.prompts] == tasks
     assert any("2 empty score cell(s)" in n for n in imported.notes)
-    # Read as a wide table instead, the model names would be prompts: the layout decides.
-    with pytest.raises(DatasetError, match="missing column prompt_id"):
+    # Read as a wide table instead, the model names would be prompts: refused, naming the layout.
+    with pytest.raises(DatasetError, match=r"one row per model and a column per task\? pass --layout models-by-tasks"):
         read_score_table([path], None, None)
 
 
@@ -408,6 +408,44 @@ def test_preference_table_bad_cells(tmp_path, body, message):
     path.write_text(body)
     with pytest.raises(DatasetError, match=message):
         read_preference_table([path], "d", None, "base")
+
+
+def test_an_alpacaeval_preference_table_has_one_reading():
+    """AlpacaEval's preference table read as scores by default is refused, naming the command that reads it as
+    what it is (judgments against the baseline); only an explicit --layout wide reads its values as scores."""
+    path = EXAMPLES / "alpacaeval-style.csv"
+    with pytest.raises(DatasetError, match=r"an AlpacaEval preference table .* --layout preferences --baseline MODEL"):
+        read_score_table([path], None, None)
+    as_judgments = read_preference_table([path], None, None, "gpt4_turbo").dataset
+    assert as_judgments.judgments.height > 0 and as_judgments.scores.height == 0
+    forced = read_score_table([path], None, None, layout="wide", id_name="instruction_idx").dataset
+    assert forced.scores.height > 0 and "instruction" not in set(forced.scores["model_id"])
+
+
+def test_alpacaevals_draw_written_as_0_is_a_draw(tmp_path):
+    """AlpacaEval writes a draw as 1.5 or as 0: both are stored as score 0 in both orders, the raw text keeps
+    the 0 as given, and a note counts the 0s."""
+    path = tmp_path / "p.csv"
+    path.write_text("prompt_id,x,y\nq1,0,2\nq2,1.5,1\n")
+    imported = read_preference_table([path], "d", None, "base")
+    judged = by_key(imported.dataset.judgments)
+    for prompt, model in (("q1", "x"), ("q2", "x")):
+        assert judged[("imported:p", prompt, model, "base", 0)].score == 0.0
+        assert judged[("imported:p", prompt, "base", model, 0)].score == 0.0
+    assert judged[("imported:p", "q1", "x", "base", 0)].raw_text == "preference 0.0"
+    assert judged[("imported:p", "q1", "y", "base", 0)].score == 1.0
+    assert judged[("imported:p", "q2", "y", "base", 0)].score == -1.0
+    assert any("1 preference(s) of 0, AlpacaEval's draw, read as 1.5" in n for n in imported.notes)
+
+
+def test_a_table_missing_its_id_column_names_the_option_that_reads_it(tmp_path):
+    """A wide score table whose first column is another id names --id-column with it; read that way it imports."""
+    path = tmp_path / "s.csv"
+    path.write_text("session_id,x,y\ns1,0.5,0.7\ns2,0.6,0.1\n")
+    with pytest.raises(DatasetError, match=r"; if session_id names the rows, pass --id-column session_id$"):
+        read_score_table([path], "d", None)
+    imported = read_score_table([path], "d", None, id_name="session_id")
+    assert sorted(p.prompt_id for p in imported.dataset.prompts) == ["s1", "s2"]
 
 
 def test_models_by_tasks_bad_cells(tmp_path):

@@ -1,7 +1,9 @@
 """Importing preference tables against a baseline (`import pairwise --layout preferences`), the layout of
 AlpacaEval's per-instruction results: one row per instruction, an id column (`prompt_id`, `question_id`
 or `instruction_idx`, or `--id-column`), and one column per model holding its preference over the
-baseline `--baseline` in [1, 2]: 1 = the baseline is preferred, 2 = the model is, 1.5 = a tie.
+baseline `--baseline` in [1, 2]: 1 = the baseline is preferred, 2 = the model is, 1.5 = a tie; 0 is
+AlpacaEval's other way of writing a draw (`alpaca_eval.metrics.get_winrate`: "0 or 1.5 for draw") and
+is read as 1.5.
 
 Each non-empty cell is a judgment of the model against the baseline on that prompt, with the score
 s = 2 (preference - 1.5) in [-1, 1], stored in both orders (the model as A with s, the baseline as A
@@ -29,6 +31,7 @@ from eqarena.importers.tables import WHERE, fail_where, id_column, numeric_colum
 from eqarena.options import InputLimits
 
 TEMPLATE_TAG = "preferences"
+DRAW_AS_ZERO = 0.0  # AlpacaEval writes a draw as 0 or 1.5
 ID_COLUMNS = ("prompt_id", "question_id", "instruction_idx")
 TEXT_COLUMNS = ("instruction", "prompt_text")
 NOT_MODELS = (WHERE, "prompt_id", "category", *TEXT_COLUMNS)
@@ -85,14 +88,20 @@ def _read_one(
     )
     fail_where(
         cells,
-        (pl.col("preference") < 1) | (pl.col("preference") > 2),
+        ((pl.col("preference") < 1) | (pl.col("preference") > 2)) & (pl.col("preference") != DRAW_AS_ZERO),
         lambda r: f"preference {r['preference']:g} of {r['model']!r} is outside [1, 2] "
-        f"(1: {baseline} preferred, 2: the model preferred)",
+        f"(1: {baseline} preferred, 2: the model preferred, 1.5 or 0: a draw)",
     )
     empty = cells["preference"].null_count()
     if empty:
         notes.append(f"{path}: {empty} empty preference cell(s); those models stay unjudged on those prompts")
-    cells = cells.drop_nulls("preference").with_columns(((pl.col("preference") - 1.5) * 2).alias("score"))
+    draws = int((cells["preference"] == DRAW_AS_ZERO).sum())
+    if draws:
+        notes.append(f"{path}: {draws} preference(s) of 0, AlpacaEval's draw, read as 1.5")
+    given = pl.col("preference")
+    cells = cells.drop_nulls("preference").with_columns(
+        ((pl.when(given == DRAW_AS_ZERO).then(1.5).otherwise(given) - 1.5) * 2).alias("score")
+    )
     common = [
         pl.lit(judge).alias("judge"),
         "prompt_id",

@@ -23,7 +23,7 @@ from eqarena.options import ImportLayout, InputLimits
 
 PROMPT_ID_COLUMNS = ("prompt_id", "question_id", "task")
 MODEL_ID_COLUMNS = ("model", "model_name")
-NOT_SCORES = ("prompt_id", WHERE, "prompt_text", "category")
+NOT_SCORES = ("prompt_id", WHERE, "prompt_text", "instruction", "category")
 COLUMNS = ["prompt_id", "model", "score", WHERE]
 
 
@@ -39,6 +39,19 @@ def long_scores(
     if layout is ImportLayout.MODELS_BY_TASKS:
         refuse_many_models(frame.height, limits, f"{path} (a row per model)")
         return _models_by_tasks(frame, path, id_name)
+    if layout is None and _alpacaeval_preferences(frame):
+        raise DatasetError(
+            f"{path}: an AlpacaEval preference table (an instruction column, every value 0 or in [1, 2]): "
+            f"preferences over a baseline are judgments, read by `eqarena import pairwise {path} --layout "
+            "preferences --baseline MODEL`; to read the values as scores anyway, pass --layout wide"
+        )
+    if layout is None and id_name is None and _one_row_per_model(frame):
+        model = next(c for c in MODEL_ID_COLUMNS if c in frame.columns)
+        raise DatasetError(
+            f"{path}: no prompt id column (prompt_id, question_id or task), and a {model} column: a table with "
+            f"one row per model and a column per task? pass --layout models-by-tasks (or --id-column to name "
+            f"the prompt id column)"
+        )
     prompt = id_column(frame, path, id_name, PROMPT_ID_COLUMNS)
     frame = text_column(frame, prompt)
     if prompt != "prompt_id":  # another id column named by --id-column wins
@@ -47,6 +60,25 @@ def long_scores(
         return _long(frame, path)
     refuse_many_models(len([c for c in frame.columns if c not in NOT_SCORES]), limits, f"{path} (a column per model)")
     return _wide(frame, path)
+
+
+def _alpacaeval_preferences(frame: pl.DataFrame) -> bool:
+    """AlpacaEval's per-instruction layout: an `instruction` or `instruction_idx` column, and every other
+    cell empty, 0 (a draw) or a preference in [1, 2] (`importers.preferences`)."""
+    if not {"instruction", "instruction_idx"} & set(frame.columns):
+        return False
+    values = [c for c in frame.columns if c not in (*NOT_SCORES, "instruction_idx")]
+    if not values:
+        return False
+    cells = frame.select(pl.concat_list(pl.col(values).cast(pl.Float64, strict=False)).explode().drop_nulls())
+    v = cells.to_series()
+    return v.len() > 0 and bool(((v == 0) | ((v >= 1) & (v <= 2))).all())
+
+
+def _one_row_per_model(frame: pl.DataFrame) -> bool:
+    """A table with a model column, no prompt id column and no score column: LiveBench's layout."""
+    columns = set(frame.columns)
+    return not columns & set(PROMPT_ID_COLUMNS) and bool(columns & set(MODEL_ID_COLUMNS)) and "score" not in columns
 
 
 def _long(frame: pl.DataFrame, path: Path) -> pl.DataFrame:

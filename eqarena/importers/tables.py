@@ -174,7 +174,9 @@ def id_column(frame: pl.DataFrame, path: Path, given: str | None, candidates: It
             if given
             else wanted[0] + (f" (or {' / '.join(wanted[1:])})" if len(wanted) > 1 else "")
         )
-        raise DatasetError(f"{path}: missing column {looked} (columns: {have})")
+        first = next((c for c in frame.columns if c != WHERE), None)
+        hint = f"; if {first} names the rows, pass --id-column {first}" if first and not given else ""
+        raise DatasetError(f"{path}: missing column {looked} (columns: {have}){hint}")
     return found
 
 

@@ -384,12 +384,19 @@ def apply_missing_policy(
         bad_prompts = [tensor.prompts[k] for k in np.flatnonzero(per_prompt)]
         bad_models = [tensor.models[k] for k in np.flatnonzero(per_model)]
         total = P * M * (M - 1) // 2
+        one_order = int((missing & ((tensor.samples + np.swapaxes(tensor.samples, 1, 2)) > 0)).sum())
+        orders_hint = (
+            f"; {one_order} of the missing cells are judged in one order only, which --orders any counts "
+            "(for battle logs, whose positions the platform randomised)"
+            if one_order
+            else ""
+        )
         raise IncompleteTensorError(
             f"judgments of {', '.join(tensor.judges)} on {tensor.dataset!r} cover "
             f"{total - int(missing.sum())} of {total} (prompt, model pair) cells: "
             f"{int(missing.sum())} missing on {len(bad_prompts)} prompt(s) ({_listing(bad_prompts, 5)}) "
             f"involving {len(bad_models)} model(s) ({_listing(bad_models, 5)}); "
-            f"judge the missing cells or pass --missing impute, drop-prompts or drop-models"
+            f"judge the missing cells or pass --missing impute, drop-prompts or drop-models{orders_hint}"
         )
     if policy == "drop-prompts":
         keep = np.flatnonzero(per_prompt == 0)
