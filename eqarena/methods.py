@@ -183,6 +183,35 @@ def format_rating(name: str, rating: float) -> str:
     return format(round(rating, decimals) + 0.0, spec)  # + 0.0 turns -0.0 into 0.0
 
 
+NO_SPREAD = "no spread"  # an interval whose bounds print the same
+AT_MOST_ZERO = "0 (max)"  # an equilibrium interval's upper bound at 0, the most a deviation gain can be
+
+
+def format_interval(name: str, lo: float | None, hi: float | None) -> str:
+    """A 95% interval as the method `name` prints it: "[lo, hi]"; "x, no spread" where both bounds print
+    as x (the central replicates all give it); an equilibrium's upper bound at 0 as "0 (max)", which no
+    equilibrium rating can exceed (eq. 1: a best response gains 0); "–" without an interval."""
+    if lo is None or hi is None:
+        return "–"
+    low, high = format_rating(name, lo), format_rating(name, hi)
+    if low == high:
+        return f"{low}, {NO_SPREAD}"
+    if is_equilibrium(name) and high == format_rating(name, 0.0):
+        high = AT_MOST_ZERO
+    return f"[{low}, {high}]"
+
+
+def interval_note(shown: Iterable[str]) -> str:
+    """What the `format_interval` texts in `shown` need said: "no spread" and "0 (max)", where they appear."""
+    shown = list(shown)
+    notes = []
+    if any(NO_SPREAD in text for text in shown):
+        notes.append(f"{NO_SPREAD}: the central 95% of replicates give that rating")
+    if any(AT_MOST_ZERO in text for text in shown):
+        notes.append(f"{AT_MOST_ZERO}: no equilibrium rating exceeds 0, a best response's (eq. 1)")
+    return "; ".join(notes)
+
+
 def tensor_methods(names: Iterable[str]) -> tuple[str, ...]:
     """`names` without the methods that need the judgments (what a tensor alone can be rated by)."""
     return tuple(n for n in names if n not in _REGISTRY or not _REGISTRY[n].needs_battles)

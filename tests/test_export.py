@@ -68,7 +68,14 @@ def test_csv_and_json_hold_the_stored_ratings_in_the_headline_order(rated, tmp_p
     assert done.exit_code == 0, done.output
     lines = out.read_text().splitlines()
     assert lines[2].startswith("| rank | model | NE | 95% interval | P(top 1) | rank by BT | rank by CCE |")
-    assert [line.split(" | ")[1] for line in lines[4:]] == board["model"].to_list()
+    table = [line for line in lines[4:] if line.startswith("| ")]
+    assert [line.split(" | ")[1] for line in table] == board["model"].to_list()
+    # The top NE model rates 0, so its interval ends at 0: it reads "0 (max)" or, with all replicates at 0, "no
+    # spread", never as a range ending at +0.000; the note under the table says what these mean.
+    special = [line for line in table if "0 (max)]" in line or "no spread" in line]
+    assert special and not any(", +0.000]" in line for line in table)
+    assert lines[-1].startswith("In the interval column, ")
+    assert ("no spread: the central 95%" in lines[-1]) == any("no spread" in line for line in table)
 
 
 def test_errors_are_one_line(rated, tmp_path):

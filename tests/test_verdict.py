@@ -28,7 +28,8 @@ def test_one_best_model_with_its_interval_and_agreement():
     found = verdict(table)
     assert found.method == "ne" and found.best == ("a",)
     assert found.lines == (
-        "Best model by NE: a (rating +0.000, 95% interval -0.010 to +0.000, P(top 1) 97% over resampled prompts).",
+        "Best model by NE: a (rating +0.000, 95% interval -0.010 to 0, the most an equilibrium rating can be, "
+        "P(top 1) 97% over resampled prompts).",
         "All 3 methods rank a first (CCE ties b with it).",
     )
 
@@ -96,3 +97,26 @@ def test_the_answer_leads_with_the_method_the_diagnosis_names_and_says_why():
     assert lead_method(["bt", "ne"], unfit) == "ne"
     assert lead_method(["bt", "cce", "ne"], None) == "ne"
     assert verdict(table).method == "ne"
+
+
+def test_intervals_that_hold_the_point_by_construction_say_so():
+    """An interval whose bounds print alike is "no spread"; an equilibrium's upper bound at 0 is "0 (max)"
+    (no deviation gain exceeds 0), a Bradley-Terry bound at 0 is a number; the note explains what is shown."""
+    from eqarena.methods import format_interval, interval_note
+
+    assert format_interval("ne", -0.4321, -0.4324) == "-0.432, no spread"
+    assert format_interval("ne", -0.2, 1e-13) == "[-0.200, 0 (max)]"
+    assert format_interval("cce", -0.2, -0.1) == "[-0.200, -0.100]"
+    assert format_interval("bt", 990.0, 1010.0) == "[990, 1010]"
+    assert format_interval("ne", None, 0.0) == "–"
+    shown = ["[-0.200, 0 (max)]", "-0.432, no spread", "[-0.2, -0.1]"]
+    assert interval_note(shown) == (
+        "no spread: the central 95% of replicates give that rating; "
+        "0 (max): no equilibrium rating exceeds 0, a best response's (eq. 1)"
+    )
+    assert interval_note(["[-0.2, -0.1]"]) == ""
+    table = _table([("ne", "a", 1, 0.0, 0.0, 0.0, 1.0), ("ne", "b", 2, -0.5, -0.6, -0.4, 0.0)])
+    assert verdict(table).lines[0] == (
+        "Best model by NE: a (rating +0.000, the same in the central 95% of replicates, P(top 1) 100% over "
+        "resampled prompts)."
+    )

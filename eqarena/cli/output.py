@@ -40,7 +40,7 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     """The answer first (eqarena/report/verdict.py), then a table of the run's models ordered by the
     method the answer leads with (`verdict.lead_method`): its rating, 95% interval and P(top 1), and every
     method's rank; then the headline method's diagnosis (eqarena/report/diagnosis.py)."""
-    from eqarena.methods import format_rating, label, ordered
+    from eqarena.methods import format_interval, format_rating, interval_note, label, ordered
     from eqarena.report.diagnosis import diagnose
     from eqarena.report.evidence import read_evidence
     from eqarena.report.verdict import verdict
@@ -58,6 +58,12 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
     ]
     others = [m for m in methods if m != answer.method]
     caption = f"ordered by {label(answer.method)}; interval and P(top 1) over resampled prompts"
+    shown = [
+        format_interval(answer.method, by[(answer.method, m)]["ci_lo"], by[(answer.method, m)]["ci_hi"])
+        for m in headline
+    ]
+    if note := interval_note(shown):
+        caption += f"; {note}"
     if others:
         caption += f"; ranks by {' / '.join(label(m) for m in others)}"
     table = Table(title=f"model ratings, run {run_id}", box=box.SIMPLE_HEAD, pad_edge=False, caption=caption)
@@ -70,11 +76,7 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
         table.add_column("ranks", justify="center", no_wrap=True)
     for model in headline:
         head = by[(answer.method, model)]
-        interval = (
-            f"[{format_rating(answer.method, head['ci_lo'])}, {format_rating(answer.method, head['ci_hi'])}]"
-            if head["ci_lo"] is not None and head["ci_hi"] is not None
-            else "–"
-        )
+        interval = format_interval(answer.method, head["ci_lo"], head["ci_hi"])
         top1 = f"{head['p_top1']:.0%}" if head["p_top1"] is not None else "–"
         ranks = " / ".join(str(by[(m, model)]["rank"]) if (m, model) in by else "–" for m in others)
         table.add_row(

@@ -15,7 +15,7 @@ import json
 
 import polars as pl
 
-from eqarena.methods import format_rating, label, ordered
+from eqarena.methods import format_interval, format_rating, interval_note, label, ordered
 from eqarena.report.verdict import headline_method
 
 EXPORT_FORMATS = ("csv", "json", "markdown")
@@ -62,10 +62,10 @@ def _markdown(board: pl.DataFrame, methods: list[str], headline: str, run_id: st
     lines = [f"Model ratings of {dataset} (eqarena run {run_id}), ordered by {label(headline)}.", ""]
     align = ["---" if h == "model" else "---:" for h in header]
     lines += ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    shown = []
     for r in board.iter_rows(named=True):
         lo, hi, top1 = r[f"{headline}_ci_lo"], r[f"{headline}_ci_hi"], r[f"{headline}_p_top1"]
-        bounded = lo is not None and hi is not None
-        interval = f"[{format_rating(headline, lo)}, {format_rating(headline, hi)}]" if bounded else "–"
+        interval = format_interval(headline, lo, hi)
         cells = [
             str(r[f"{headline}_rank"]),
             _cell(r["model"]),
@@ -75,6 +75,9 @@ def _markdown(board: pl.DataFrame, methods: list[str], headline: str, run_id: st
             *(str(r[f"{m}_rank"]) if r[f"{m}_rank"] is not None else "–" for m in others),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+        shown.append(interval)
+    if said := interval_note(shown):
+        lines += ["", f"In the interval column, {said}."]
     return "\n".join(lines) + "\n"
 
 

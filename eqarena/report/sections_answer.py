@@ -45,12 +45,7 @@ def ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) ->
     order = kings.filter(pl.col("method") == head).sort("rank", "action")
     rows = []
     for r in order.iter_rows(named=True):
-        shown = (
-            "–"
-            if r["ci_lo"] is None or r["ci_hi"] is None
-            else f"{methods_registry.format_rating(head, r['ci_lo'])} to "
-            f"{methods_registry.format_rating(head, r['ci_hi'])}"
-        )
+        shown = methods_registry.format_interval(head, r["ci_lo"], r["ci_hi"])
         rows.append(
             [
                 r["action"],
@@ -76,9 +71,11 @@ def ratings_section(d: ReportData, methods: list[str], eq_methods: list[str]) ->
         if isinstance(boots, int) and boots >= 2
         else "No intervals: the run was rated with --bootstrap below 2."
     )
+    said = methods_registry.interval_note(row[3] for row in rows)
     note = (
-        f'<p class="note">Ordered by {page.escape(name)}, the method the verdict leads with. {intervals} Equilibrium '
-        "ratings are deviation gains (0 in the support, negative outside). "
+        f'<p class="note">Ordered by {page.escape(name)}, the method the verdict leads with. {intervals} '
+        + (f"In the interval column, {page.escape(said)}. " if said else "")
+        + "Equilibrium ratings are deviation gains (0 in the support, negative outside). "
         'The full tables are folded away below (<a href="#intervals">all intervals</a>, '
         '<a href="#model-ratings">all methods</a>).</p>'
     )

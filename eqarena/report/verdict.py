@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from eqarena.methods import format_rating, is_equilibrium, label, ordered
+from eqarena.methods import AT_MOST_ZERO, NO_SPREAD, format_interval, format_rating, is_equilibrium, label, ordered
 
 if TYPE_CHECKING:
     from eqarena.report.diagnosis import Diagnosis
@@ -41,8 +41,14 @@ def lead_method(methods: list[str], found: Diagnosis | None = None) -> str:
 
 
 def _interval(method: str, lo, hi) -> str:
+    """The interval as a clause (`methods.format_interval`'s cases said in words)."""
     if lo is None or hi is None:
         return ""
+    shown = format_interval(method, lo, hi)
+    if NO_SPREAD in shown:
+        return "the same in the central 95% of replicates"
+    if AT_MOST_ZERO in shown:
+        return f"95% interval {format_rating(method, lo)} to 0, the most an equilibrium rating can be"
     return f"95% interval {format_rating(method, lo)} to {format_rating(method, hi)}"
 
 
