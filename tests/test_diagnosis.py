@@ -258,6 +258,10 @@ def test_a_baseline_only_preference_table_is_rated_exactly_and_its_odd_answer_ex
     panel = html[html.index('id="verdict"') : html.index("</section>", html.index('id="verdict"'))]
     assert "Read the NE with care" in panel and "rest mostly on imputed cells" in panel
     assert "Leading with CCE" in panel and "Ordered by CCE" in html
+    # Imported preferences come without answers: the advice is not to judge the missing pairs, which no judge
+    # could, but to read BT or import their judgments.
+    assert "judge the missing pairs (eqarena judge)" not in text
+    assert "the dataset holds no answers of" in text and "import judgments of those pairs" in text
     assert "The prompts deciding the NE" in panel
 
 
@@ -300,3 +304,17 @@ def test_the_answer_leads_with_cce_when_the_ne_cannot_rank_and_says_why():
     bt = [("bt", m, k + 1, 1000.0 - k, None, None) for k, m in enumerate(models)]
     few = diagnose(_evidence(_table(ne + bt), {"ne": {"king": (1, 8), "prompt": (30, 80)}}))
     assert few.lead == "bt" and few.unfit == ("it gives 8 models only 2 distinct ranks",)
+
+
+def test_the_advice_on_imputed_ratings_fits_where_the_data_came_from():
+    """Ratings resting on imputed cells: with the models' answers in the dataset the advice is to judge the
+    missing pairs; without them (imported judgments or scores) it names the models and says to read BT or
+    import their judgments."""
+    rows = [("ne", "a", 1, 0.0, 1.0, 0.9), ("ne", "b", 2, -0.3, 0.0, 0.8), ("ne", "c", 3, -0.6, 0.0, 0.1)]
+    rows += [("bt", m, k + 1, 1000.0 - k, None, None) for k, m in enumerate("abc")]
+    base = _evidence(_table(rows), {"ne": {"king": (1, 3), "prompt": (30, 80)}})
+    judged = diagnose(replace(base, answered=frozenset("abc")))
+    assert "judge the missing pairs (eqarena judge)" in judged.advice
+    imported = diagnose(replace(base, answered=frozenset()))
+    assert "judge the missing pairs (eqarena judge)" not in imported.advice
+    assert "the dataset holds no answers of a and b to judge the missing pairs with" in imported.advice

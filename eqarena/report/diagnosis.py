@@ -54,7 +54,8 @@ class Evidence:
     the headline method's marginals on their supports; `payoffs[(prompt, king, rebel)]` = u_king on the
     deciding prompts; `mean_payoffs` the mean u_king of each model over all prompts and opponents;
     `limits[method]` = (how the NE solver ended its trace, the last move of its limit estimate or None),
-    from the stored diagnostics `limit` and `limit_change`."""
+    from the stored diagnostics `limit` and `limit_change`; `answered`, the models whose answers the dataset
+    holds (a judge can judge only their pairs: imported judgments and scores come without answers)."""
 
     method: str
     table: pl.DataFrame
@@ -65,6 +66,7 @@ class Evidence:
     mean_payoffs: Mapping[str, float]
     prompt_texts: Mapping[str, str]
     limits: Mapping[str, tuple[str, float | None]] = field(default_factory=dict)
+    answered: frozenset[str] | None = None  # models with answers in the dataset (None: not known)
 
 
 # How the NE solver ends a trace that did not reach the branch's limit (solvers/nash/limiting_logit.py).
@@ -178,10 +180,17 @@ def diagnose(e: Evidence) -> Diagnosis:
             f"{len(imputed)} of {len(rows)} {name} ratings{first} rest mostly on imputed cells, payoffs predicted "
             f"for model pairs no judge compared on those prompts: {shares}{more}."
         )
-        if "bt" in _methods(e.table):
+        unanswered = sorted(r["action"] for r in imputed if e.answered is not None and r["action"] not in e.answered)
+        if "bt" in _methods(e.table) and not unanswered:
             advice.append(
                 "BT is fit on the judged battles alone; judge the missing pairs (eqarena judge) before "
                 f"trusting the {name} order"
+            )
+        elif "bt" in _methods(e.table):
+            advice.append(
+                f"BT is fit on the judged battles alone; the dataset holds no answers of {_names(unanswered, limit=4)} "
+                f"to judge the missing pairs with (imported data), so read BT, or import judgments of those pairs, "
+                f"before trusting the {name} order"
             )
 
     for model, ours, theirs, other in _disagreements(e.table, e.method)[:2]:

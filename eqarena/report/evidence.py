@@ -8,6 +8,7 @@ from eqarena.methods import ordered
 from eqarena.report.diagnosis import Evidence, deciding_prompt_ids, shown_models
 from eqarena.report.verdict import headline_method
 from eqarena.warehouse import ratings as store
+from eqarena.warehouse.catalog import dataset_model_ids
 
 MASS_TOLERANCE = 1e-6  # marginal mass below this is off the support
 
@@ -38,4 +39,5 @@ def read_evidence(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str) -> 
         mean_payoffs=store.read_mean_payoffs(con, run_id),
         prompt_texts=store.read_prompt_texts(con, dataset, prompts),
         limits=limits,
+        answered=frozenset(dataset_model_ids(con, dataset)),
     )
