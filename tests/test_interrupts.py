@@ -103,10 +103,13 @@ def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(wareh
     )
     try:
         children = _workers_started(run)  # the analyses (about 5 s) started with the bootstrap
-        workers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]  # it leaves with `run`
+        # The bootstrap's two workers, and the risk analysis's one-core process once it has started (it may
+        # start before or after a worker has used 3 s of CPU); the resource tracker leaves with `run`.
+        workers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]
         run.send_signal(how)
         gone, alive = psutil.wait_procs(workers, timeout=2.0)
-        assert len(workers) == 2 and not [p for p in alive if _running(p)]
+        assert len(workers) in (2, 3), _described(workers)
+        assert not [p for p in alive if _running(p)], _described(alive)
         assert run.wait(timeout=10) == 130
         psutil.wait_procs(children, timeout=2.0)
         assert not [p for p in children if _running(p)]

@@ -10,6 +10,7 @@ thread counts are set before JAX loads). The process dies with its command (`run
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import ctypes
 import multiprocessing
@@ -27,7 +28,8 @@ T = TypeVar("T")
 
 def on_one_core(fn: Callable[..., T], *args, **kwargs) -> T:
     """`fn(*args, **kwargs)` in a fresh process held to one core (the first this process may use);
-    `fn` and its arguments must pickle. Exceptions travel back as raised."""
+    `fn` and its arguments must pickle. Exceptions travel back as raised. A command that exits while the
+    process still computes (interrupted while a background thread waits here) stops it at its exit."""
     core = min(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=1,
@@ -35,11 +37,37 @@ def on_one_core(fn: Callable[..., T], *args, **kwargs) -> T:
         initializer=_hold_to_one_core,
         initargs=(os.getpid(), core),
     )
+    _track(pool)
     try:
         with holding_interrupts():  # the process starts here: a Ctrl-C meanwhile waits (`runtime.lifeline`)
             future = pool.submit(fn, *args, **kwargs)
         return future.result()
     finally:
+        _LIVE.discard(pool)
+        terminate_pool(pool)
+
+
+_LIVE: set[concurrent.futures.ProcessPoolExecutor] = set()  # the pools of computations still running
+
+
+def _track(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Keep `pool` among the live ones; the first time, register their stop at exit. It runs before
+    multiprocessing's own exit handler (atexit is last in, first out; multiprocessing registered its
+    handler on import), which would otherwise wait for the computation to finish (its processes are
+    not daemons)."""
+    if not _LIVE and not _STOP_REGISTERED:
+        atexit.register(_stop_live)
+        _STOP_REGISTERED.append(True)
+    _LIVE.add(pool)
+
+
+_STOP_REGISTERED: list[bool] = []
+
+
+def _stop_live() -> None:
+    """Stop the processes of computations still running: the command is exiting without their result."""
+    for pool in list(_LIVE):
+        _LIVE.discard(pool)
         terminate_pool(pool)
 
 
