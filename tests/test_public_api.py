@@ -68,11 +68,16 @@ def _readme_python() -> str:
 
 
 def test_the_readme_python_example_runs(prefect_harness, tmp_path):
+    """As a script, without an `if __name__ == "__main__":` guard: the bootstrap's spawned workers do not run
+    it again (eqarena/runtime/spawning.py); before, each worker re-ran it and the pool broke."""
     from prefect.settings import get_current_settings
 
     env = {**os.environ, "PREFECT_API_URL": str(get_current_settings().api.url)}
+    script = tmp_path / "example.py"
+    script.write_text(_readme_python())
+    assert "__main__" not in script.read_text()
     done = subprocess.run(
-        [sys.executable, "-c", _readme_python()], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "ratings.duckdb").is_file()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import ctypes
-import multiprocessing
 import os
 import signal
 import sys
@@ -21,6 +20,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from eqarena.runtime.lifeline import holding_interrupts
+from eqarena.runtime.spawning import spawn_context
 from eqarena.runtime.worker_pool import BLAS_THREAD_VARIABLES, terminate_pool
 
 T = TypeVar("T")
@@ -33,7 +33,7 @@ def on_one_core(fn: Callable[..., T], *args, **kwargs) -> T:
     core = min(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=1,
-        mp_context=multiprocessing.get_context("spawn"),
+        mp_context=spawn_context(),
         initializer=_hold_to_one_core,
         initargs=(os.getpid(), core),
     )

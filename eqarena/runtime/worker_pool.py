@@ -20,7 +20,6 @@ from __future__ import annotations
 import concurrent.futures
 import ctypes
 import importlib
-import multiprocessing
 import os
 import pickle
 import signal
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from eqarena.runtime.lifeline import expect_workers, holding_interrupts
+from eqarena.runtime.spawning import spawn_context
 
 if TYPE_CHECKING:  # imported by the worker only after it has tied its life to the parent's
     from eqarena.solvers.bootstrap.confidence import ReplicateSolver, Unit, UnitMap, UnitResult
@@ -115,7 +115,7 @@ class _Workers:
     """A spawned pool of `workers` processes, started now (the first ones starting with it) and solver-less."""
 
     def __init__(self, workers: int):
-        context = multiprocessing.get_context("spawn")  # JAX is multithreaded: never fork it
+        context = spawn_context()  # JAX is multithreaded: never fork it; never re-run the caller's script
         expect_workers()  # they tie their life to this process before their first import (eqarena/runtime/lifeline.py)
         self.workers = workers
         # Set when the map stops early (`process_map`). A lock-free shared byte: a semaphore left to the

@@ -4,7 +4,6 @@ summary (bootstrap over trials, paired elo - ne differences)."""
 
 from __future__ import annotations
 
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import closing
 from typing import Callable, Iterable
@@ -12,6 +11,7 @@ from typing import Callable, Iterable
 import polars as pl
 
 from eqarena import warehouse
+from eqarena.runtime.spawning import spawn_context
 from eqarena.solvers.analyses.improvement_path import PathSizes, PathStep, improvement_path, rater
 from eqarena.solvers.analyses.improvement_summary import (
     EntropyDifference,
@@ -58,7 +58,7 @@ def run_trials(
         return results
     # Equilibrium trials are the slow ones: submit them first so the workers finish together.
     order = sorted(jobs, key=lambda j: j[0] in ("elo", "bt"))
-    context = multiprocessing.get_context("spawn")  # JAX's threads make fork unsafe
+    context = spawn_context()  # JAX's threads make fork unsafe; the caller's script is not re-run
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(trial_steps, m, s, sizes, seed + k): (m, s, k) for m, s, k in order}
         try:
