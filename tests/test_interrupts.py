@@ -4,6 +4,7 @@ leaves no rate run behind; real `eqarena` subprocesses."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -123,6 +124,37 @@ def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(wareh
     with duckdb.connect(str(warehouse), read_only=True) as con:
         kinds = {k for (k,) in con.execute("SELECT kind FROM runs WHERE kind IN ('rate', 'clones', 'risk')").fetchall()}
     assert not kinds
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stopped_simulation_stops_its_trials_at_once_and_says_what_it_kept(tmp_path, how):
+    """`simulate improvement-path` stopped while its workers run trials: the workers stop within 2 s (the
+    pool is terminated, not waited for: before, the command waited minutes for the running trials), the
+    command exits 130, says how many trials were done and that none is stored, and records `interrupted`."""
+    db = tmp_path / "sim.duckdb"
+    sim = subprocess.Popen(
+        [str(EQARENA), "simulate", "improvement-path", "--trials", "8", "--db", str(db), "--out", str(tmp_path)],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        children = _workers_started(sim)
+        workers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]
+        sim.send_signal(how)
+        gone, alive = psutil.wait_procs(workers, timeout=2.0)
+        assert len(workers) == 2 and not [p for p in alive if _running(p)], _described(alive)
+        assert sim.wait(timeout=10) == 130
+        stderr = sim.stderr.read()
+        assert re.search(r"simulate interrupted after \d+ of 32 trials: none stored", stderr), stderr
+        assert "Traceback" not in stderr, stderr
+    finally:
+        if sim.poll() is None:
+            sim.kill()
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT kind, status FROM runs").fetchall() == [("simulate", "interrupted")]
+        assert con.execute("SELECT count(*) FROM simulation_runs").fetchone()[0] == 0
 
 
 def _workers_importing(process: subprocess.Popen, timeout: float = 240) -> list[psutil.Process]:

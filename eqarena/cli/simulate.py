@@ -94,9 +94,11 @@ def improvement_path(
     names, kept = parse_simulation_methods(methods), parse_settings(settings)
     sizes = replace(_SIZES, skills=skills, iterations=iterations)
     total = len(names) * len(kept) * trials
+    finished_trials = [0]
     with stage("improvement-path trials", total=total) as progress:
 
         def on_done(job, steps, finished):
+            finished_trials[0] = finished
             progress(finished)
             if not sys.stderr.isatty():
                 method, setting, trial = job
@@ -106,9 +108,17 @@ def improvement_path(
                     err=True,
                 )
 
-        result = simulate_improvement_path(
-            names, kept, sizes, trials, seed, None if db is None else str(db), out, workers, on_done
-        )
+        try:
+            result = simulate_improvement_path(
+                names, kept, sizes, trials, seed, None if db is None else str(db), out, workers, on_done
+            )
+        except KeyboardInterrupt:  # the trials' workers are stopped; the run is recorded `interrupted`
+            say(
+                f"simulate interrupted after {finished_trials[0]} of {total} trials: none stored "
+                "(a simulation is stored whole; the run is recorded as interrupted)",
+                err=True,
+            )
+            raise
     _print_summary(result)
     say(f"simulate run {result.run_id} ({result.seconds:.1f} s) written to {warehouse_file(db)}")
     say(f"HTML page: {result.page.resolve()}")

@@ -12,6 +12,7 @@ import polars as pl
 
 from eqarena import warehouse
 from eqarena.runtime.spawning import spawn_context
+from eqarena.runtime.worker_pool import terminate_pool
 from eqarena.solvers.analyses.improvement_path import PathSizes, PathStep, improvement_path, rater
 from eqarena.solvers.analyses.improvement_summary import (
     EntropyDifference,
@@ -59,14 +60,15 @@ def run_trials(
     # Equilibrium trials are the slow ones: submit them first so the workers finish together.
     order = sorted(jobs, key=lambda j: j[0] in ("elo", "bt"))
     context = spawn_context()  # JAX's threads make fork unsafe; the caller's script is not re-run
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    try:
         futures = {pool.submit(trial_steps, m, s, sizes, seed + k): (m, s, k) for m, s, k in order}
-        try:
-            for future in as_completed(futures):
-                done(futures[future], future.result())
-        except BaseException:  # an interrupt or a failed trial: drop the queued trials, do not wait for them
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+        for future in as_completed(futures):
+            done(futures[future], future.result())
+    except BaseException:  # an interrupt or a failed trial: stop the running trials, drop the queued ones
+        terminate_pool(pool)
+        raise
+    pool.shutdown()
     return {job: results[job] for job in jobs}
 
 
