@@ -318,3 +318,15 @@ def test_the_advice_on_imputed_ratings_fits_where_the_data_came_from():
     imported = diagnose(replace(base, answered=frozenset()))
     assert "judge the missing pairs (eqarena judge)" not in imported.advice
     assert "the dataset holds no answers of a and b to judge the missing pairs with" in imported.advice
+
+
+def test_a_model_cce_rates_lower_is_not_called_a_specialist():
+    """The specialist clause explains a model the CCE rates *higher*; one it rates lower than the NE, though
+    it plays it as king, gets its mass and mean payoff only."""
+    models = [f"m{k}" for k in range(8)]
+    ne = [("ne", m, k + 1, -0.1 * k, 1.0 if k == 0 else 0.0, 0.0) for k, m in enumerate(models)]
+    cce = [("cce", m, k + 1, -0.1 * k, 0.1, 0.0) for k, m in enumerate(models[1:])] + [("cce", "m0", 8, -0.9, 0.3, 0.0)]
+    found = diagnose(_evidence(_table(ne + cce), {"ne": {"king": (1, 8), "prompt": (40, 500)}}))
+    gap = next(f for f in found.findings if "disagree on m0" in f)
+    assert gap.startswith("NE and CCE disagree on m0: 1st of 8 by NE, 8th by CCE")
+    assert "the CCE plays it as king (mass 30%)" in gap and "specialist" not in gap

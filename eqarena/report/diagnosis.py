@@ -243,7 +243,7 @@ def _disagreement_sentence(e: Evidence, rows: list[dict], model: str, ours: int,
             f"the {their_name} plays it as king (mass {theirs_row['mass']:.0%})"
             + (
                 ", and a CCE can pair a king with the prompts it wins, so a specialist can rate high"
-                if get_method(other).concept == "cce"
+                if get_method(other).concept == "cce" and theirs < ours
                 else ""
             )
         )
