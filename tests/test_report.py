@@ -247,7 +247,8 @@ def test_tables_match_the_warehouse(rated):
     ne, bt = _ratings(db, result.run_id, "ne"), dict((a, r) for a, r, _ in _ratings(db, result.run_id, "bt"))
     assert [(row[0], row[1]) for row in rows] == [(name, str(rank)) for name, rank, _ in ne]
     assert [row[5] for row in rows] == [str(bt[name]) for name, _, _ in ne]
-    assert all(" to " in row[3] and row[4].endswith("%") for row in rows)
+    interval = re.compile(r"\[[+-]\d\.\d{3}, ([+-]\d\.\d{3}|0 \(max\))\]|[+-]\d\.\d{3}, no spread")
+    assert all(interval.fullmatch(row[3]) and row[4].endswith("%") for row in rows), [row[3] for row in rows]
     # the folded interval table lists Bradley-Terry's own intervals, best first
     table = report.sections["intervals"]["cells"]
     shown = [table[k + 2] for k in range(8, len(table), 8) if table[k] == "bt"]
