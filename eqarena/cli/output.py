@@ -62,10 +62,10 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
         format_interval(answer.method, by[(answer.method, m)]["ci_lo"], by[(answer.method, m)]["ci_hi"])
         for m in headline
     ]
-    if note := interval_note(shown):
-        caption += f"; {note}"
     if others:
         caption += f"; ranks by {' / '.join(label(m) for m in others)}"
+    if note := interval_note(shown):
+        caption += f"; {note}"
     table = Table(title=f"model ratings, run {run_id}", box=box.SIMPLE_HEAD, pad_edge=False, caption=caption)
     table.add_column("model", no_wrap=True)
     table.add_column("rank", justify="right")
