@@ -258,6 +258,12 @@ def test_a_baseline_only_preference_table_is_rated_exactly_and_its_odd_answer_ex
     panel = html[html.index('id="verdict"') : html.index("</section>", html.index('id="verdict"'))]
     assert "Read the NE with care" in panel and "rest mostly on imputed cells" in panel
     assert "Leading with CCE" in panel and "Ordered by CCE" in html
+    # The method the answer leads with is diagnosed too: its tie at the top is explained, after the NE's block.
+    cce_block = text[text.index("Read the CCE with care") :]
+    assert text.index("Read the NE with care") < text.index("Read the CCE with care")
+    if len(cce_first) > 1:
+        assert f"{named} tie first: each is a best response as king" in cce_block
+    assert "Read the CCE with care" in panel and 'id="diagnosis-lead"' in panel
     # Imported preferences come without answers: the advice is not to judge the missing pairs, which no judge
     # could, but to read BT or import their judgments.
     assert "judge the missing pairs (eqarena judge)" not in text

@@ -39,17 +39,16 @@ def warehouse_file(db: Path | None) -> Path:
 def print_model_ratings(db: Path | None, run_id: str) -> None:
     """The answer first (eqarena/report/verdict.py), then a table of the run's models ordered by the
     method the answer leads with (`verdict.lead_method`): its rating, 95% interval and P(top 1), and every
-    method's rank; then the headline method's diagnosis (eqarena/report/diagnosis.py)."""
+    method's rank; then the headline method's diagnosis (eqarena/report/diagnosis.py) and, where the answer
+    leads with another method, that method's."""
     from eqarena.methods import format_interval, format_rating, interval_note, label, ordered
-    from eqarena.report.diagnosis import diagnose
-    from eqarena.report.evidence import read_evidence
+    from eqarena.report.evidence import read_diagnoses
     from eqarena.report.verdict import verdict
     from eqarena.warehouse.ratings import read_rating_table, read_run
 
     with closing(warehouse.connect(db, read_only=True)) as con:
         rows = read_rating_table(con, run_id)
-        evidence = read_evidence(con, run_id, read_run(con, run_id).parameters.get("dataset", ""))
-    found = diagnose(evidence)
+        found, lead_found = read_diagnoses(con, run_id, read_run(con, run_id).parameters.get("dataset", ""))
     answer = verdict(rows, found)
     methods = ordered(rows["method"].unique().to_list())
     by = {(r["method"], r["action"]): r for r in rows.iter_rows(named=True)}
@@ -93,6 +92,8 @@ def print_model_ratings(db: Path | None, run_id: str) -> None:
         say(line)
     Console().print(table)
     print_diagnosis(found)
+    if lead_found is not None:
+        print_diagnosis(lead_found)
 
 
 def print_group_ratings(db: Path | None, run_id: str) -> None:

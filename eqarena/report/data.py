@@ -45,6 +45,7 @@ class ReportData:
     intervals: list[IntervalRow] = field(default_factory=list)
     rank_probabilities: list[RankProbability] = field(default_factory=list)
     diagnosis: Diagnosis | None = None
+    lead_diagnosis: Diagnosis | None = None  # the method the verdict leads with instead, where it does
     categories: CategoryTable | None = None  # per-category ratings of a run rated with --by
 
 

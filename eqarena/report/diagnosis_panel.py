@@ -10,15 +10,15 @@ from eqarena.report.diagnosis import Diagnosis
 PROMPT_TEXT_LIMIT = 300
 
 
-def diagnosis_html(found: Diagnosis | None) -> str:
-    """Empty when there is nothing to warn about."""
+def diagnosis_html(found: Diagnosis | None, anchor: str = "diagnosis") -> str:
+    """Empty when there is nothing to warn about; `anchor`: the block's id."""
     if found is None or not found.findings:
         return ""
     name = label(found.method)
     items = "".join(f"<li>{page.escape(f)}</li>" for f in found.findings)
     advice = f'<p class="advice"><b>Read instead:</b> {page.escape(found.advice)}</p>' if found.advice else ""
     return (
-        f'<div class="diagnosis" id="diagnosis"><h3>Read the {page.escape(name)} with care</h3>'
+        f'<div class="diagnosis" id="{page.escape(anchor)}"><h3>Read the {page.escape(name)} with care</h3>'
         f"<ul>{items}</ul>{advice}{_deciding_table(found)}</div>"
     )
 

@@ -1,11 +1,13 @@
-"""Read what `report.diagnosis.diagnose` needs from one rate run of the warehouse."""
+"""Read what `report.diagnosis.diagnose` needs from one rate run of the warehouse, and diagnose it."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import duckdb
 
 from eqarena.methods import ordered
-from eqarena.report.diagnosis import Evidence, deciding_prompt_ids, shown_models
+from eqarena.report.diagnosis import Diagnosis, Evidence, deciding_prompt_ids, diagnose, shown_models
 from eqarena.report.verdict import headline_method
 from eqarena.warehouse import ratings as store
 from eqarena.warehouse.catalog import dataset_model_ids
@@ -13,10 +15,11 @@ from eqarena.warehouse.catalog import dataset_model_ids
 MASS_TOLERANCE = 1e-6  # marginal mass below this is off the support
 
 
-def read_evidence(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str) -> Evidence:
-    """The headline method's evidence of rate run `run_id` (module docstring of report.diagnosis)."""
+def read_evidence(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str, method: str | None = None) -> Evidence:
+    """The evidence on `method` (default: the headline method) of rate run `run_id` (module docstring of
+    report.diagnosis)."""
     table = store.read_rating_table(con, run_id)
-    method = headline_method(ordered(table["method"].unique().to_list()))
+    method = method or headline_method(ordered(table["method"].unique().to_list()))
     equilibria = store.read_equilibria(con, run_id)
     support = {e.method: e.support for e in equilibria}
     limits = {e.method: (str(e.diagnostics.get("limit", "")), e.diagnostics.get("limit_change")) for e in equilibria}
@@ -41,3 +44,12 @@ def read_evidence(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str) -> 
         limits=limits,
         answered=frozenset(dataset_model_ids(con, dataset)),
     )
+
+
+def read_diagnoses(con: duckdb.DuckDBPyConnection, run_id: str, dataset: str) -> tuple[Diagnosis, Diagnosis | None]:
+    """The headline method's diagnosis and, where it names another method for the answer to lead with,
+    that method's own (its findings and advice; it names no further lead)."""
+    headline = diagnose(read_evidence(con, run_id, dataset))
+    if headline.lead is None:
+        return headline, None
+    return headline, replace(diagnose(read_evidence(con, run_id, dataset, headline.lead)), lead=None, unfit=())

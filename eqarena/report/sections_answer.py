@@ -29,6 +29,7 @@ def verdict_panel(d: ReportData) -> str:
         '<section id="verdict" class="verdict"><h2>Verdict</h2>'
         + "".join(f"<p>{page.escape(line)}</p>" for line in lines)
         + diagnosis_html(d.diagnosis)
+        + diagnosis_html(d.lead_diagnosis, anchor="diagnosis-lead")
         + "</section>"
     )
 

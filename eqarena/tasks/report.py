@@ -13,9 +13,8 @@ from eqarena.orchestration.steps import step
 from eqarena.report.analyses import load_clone_report, load_risk_report
 from eqarena.report.category_table import category_table
 from eqarena.report.data import ReportData
-from eqarena.report.diagnosis import diagnose
 from eqarena.report.directory import report_dir, write_whole
-from eqarena.report.evidence import read_evidence
+from eqarena.report.evidence import read_diagnoses
 from eqarena.report.interactive import shown_support
 from eqarena.report.render import render_html
 from eqarena.warehouse import ratings as store
@@ -62,6 +61,7 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
         coverage = store.read_coverage(con, run_id)
         models = sorted({r.action for r in ratings if r.player == "king"} | {r.model_a for r in coverage.pairs})
         mean_payoffs = store.read_mean_payoffs(con, run_id)
+        diagnosis, lead_diagnosis = read_diagnoses(con, run_id, run.parameters.get("dataset", ""))
         models = sorted(mean_payoffs, key=lambda m: -mean_payoffs[m]) + [m for m in models if m not in mean_payoffs]
         return ReportData(
             run=run,
@@ -81,7 +81,8 @@ def load_report_data(db: str | None, run_id: str | None = None) -> ReportData:
             risk=load_risk_report(con, run_id),
             intervals=store.read_rating_intervals(con, run_id),
             rank_probabilities=store.read_rank_probabilities(con, run_id),
-            diagnosis=diagnose(read_evidence(con, run_id, run.parameters.get("dataset", ""))),
+            diagnosis=diagnosis,
+            lead_diagnosis=lead_diagnosis,
             categories=category_table(read_groups(con, run_id), read_group_ratings(con, run_id)),
         )
 
