@@ -132,7 +132,7 @@ def batched_nash(
     history: list[list[dict]] = [[] for _ in games]
     pending = list(range(len(games)))
     for _ in range(retraces + 1):
-        for g, (xs, info) in lanes_of.trace([games[k] for k in pending], [targets[k] for k in pending], options):
+        for g, (xs, info) in lanes_of.ends([games[k] for k in pending], [targets[k] for k in pending], options):
             g = pending[g]
             history[g].append({key: info[key] for key in ("steps", "stop_reason", "exploitability")})
             history[g][-1]["max_distance"] = options.max_distance
@@ -163,7 +163,7 @@ class _Lanes:
     tol: float
     clock: "_Clock"
 
-    def trace(self, games, targets, options: ContinuationOptions) -> Iterator[tuple[int, tuple]]:
+    def ends(self, games, targets, options: ContinuationOptions) -> Iterator[tuple[int, tuple]]:
         """(game index, (end, diagnostics)) of every game's trace under `options`, as the traces end."""
         lanes, p, m = self.lanes, self.prompts, self.models
         opts = trace.option_vector(options)
@@ -187,7 +187,7 @@ class _Lanes:
         program = (lanes, p, m, self.record, self.antisymmetric, rows)
         state = trace.blank_lanes(lanes, p, m, self.record)
         fresh = np.ones(lanes, dtype=bool)  # every lane starts its game in the first call
-        ends = [BranchMonitor(games[g or 0], self.tol, self.polish_from) for g in game_of]  # idle lanes': unread
+        monitors = [BranchMonitor(games[g or 0], self.tol, self.polish_from) for g in game_of]  # idle lanes': unread
         clock = self.clock
         while any(g is not None for g in game_of):
             run = _compiled(program, state, fresh, log_t, u_lanes, opts)  # compiled on the first call
@@ -198,17 +198,17 @@ class _Lanes:
                 if g is None:
                     continue
                 with clock("monitor"):
-                    reason, counters = _replay(ends[lane], state, lane, games[g].num_actions[0], self.polish_from)
+                    reason, counters = _replay(monitors[lane], state, lane, games[g].num_actions[0], self.polish_from)
                 if reason is None:
                     continue
                 with clock("finish"):
-                    finished = _finish(ends[lane], targets[g], reason, counters)
+                    finished = _finish(monitors[lane], targets[g], reason, counters)
                 yield g, finished
                 game_of[lane] = g_next = next(queue, None)
                 if g_next is None:
                     state.stop[lane] = trace.MAX_STEPS  # idle from now on
                     continue
-                ends[lane] = BranchMonitor(games[g_next], self.tol, self.polish_from)
+                monitors[lane] = BranchMonitor(games[g_next], self.tol, self.polish_from)
                 load(lane, g_next)
                 fresh[lane] = True  # the next call starts it at its new game's branch start
 
