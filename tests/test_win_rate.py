@@ -222,3 +222,19 @@ def test_style_control_end_to_end_on_the_bundled_answers(tmp_path):
     (parameters,) = query(db, "SELECT parameters FROM runs WHERE kind = 'rate'")[0]
     fitted = json.loads(parameters)["bt-style"]
     assert np.isfinite(fitted["style_length"]) and fitted["style_length"] != 0
+
+
+def test_a_refusal_of_battle_only_methods_says_impute_moves_none_of_their_ratings(rated):
+    """`rate --methods winrate` on arena-hard judgments that cover part of the game: still refused without
+    --missing impute (the run stores the game), with the hint that imputing changes no win rate; with it, the
+    win rates are those of the judged battles (the module's run, which imputed, has the same)."""
+    db, ratings, _ = rated
+    args = ["rate", "--dataset", "tiny-bench", "--methods", "winrate", "--baseline", BASELINE, "--bootstrap", "0"]
+    refused = runner.invoke(app, [*args, "--db", str(db)])
+    assert refused.exit_code == 1
+    message = " ".join(refused.output.split())
+    assert "--methods winrate rate from the judged battles alone, so --missing impute changes none" in message
+    reference = reference_win_rates(reference_battles(SAMPLE))
+    for (method, model), (rating, _, _) in ratings.items():
+        if method == "winrate":
+            assert rating == pytest.approx(reference[model], abs=1e-9)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from eqarena import warehouse
+from eqarena.methods import get_method
 from eqarena.options import ALL_PRD, PRD_PREFIX, MissingPolicy, RateOptions
 from eqarena.orchestration.steps import step
 from eqarena.solvers.sparse.group_game import GroupReplicates
@@ -109,10 +110,26 @@ def assemble_group(con, options: RateOptions, group: PromptGroup | None) -> Asse
     if options.missing is MissingPolicy.IMPUTE:
         tensor, dropped = impute(raw)
     else:
-        tensor, dropped = apply_missing_policy(raw, options.missing)
+        try:
+            tensor, dropped = apply_missing_policy(raw, options.missing)
+        except IncompleteTensorError as refused:
+            raise _battles_only_hint(refused, options) from None
     # Score judges have no battles: Bradley-Terry then fits the tensor's cells, as for imputed data.
     battles = NO_BATTLES if score_judges(con, options.dataset) & set(chosen) else read_battles(con, tensor)
     return Assembled(raw=raw, tensor=tensor, dropped=dropped, battles=battles)
+
+
+def _battles_only_hint(refused: IncompleteTensorError, options: RateOptions) -> IncompleteTensorError:
+    """The refusal, saying so where every chosen method rates from the judged battles alone (win rate,
+    style-controlled BT): --missing impute then fills only the game the run stores, and moves none of
+    their ratings."""
+    methods = options.methods or ()
+    if not methods or not all(get_method(m).needs_battles for m in methods):
+        return refused
+    return IncompleteTensorError(
+        f"{refused}; --methods {','.join(methods)} rate from the judged battles alone, so --missing impute "
+        "changes none of their ratings (it fills only the game the run stores)"
+    )
 
 
 def impute(raw: PayoffTensor) -> tuple[PayoffTensor, Dropped]:
