@@ -15,6 +15,8 @@ import duckdb
 import psutil
 import pytest
 
+from eqarena.cli.main_job import KEPT_ON_INTERRUPT
+
 EQARENA = Path(sys.executable).parent / "eqarena"
 pytestmark = pytest.mark.slow
 
@@ -84,6 +86,8 @@ def test_a_stopped_bootstrap_leaves_no_worker_and_no_run(warehouse, how):
         alive = [p for p in alive if _running(p)]  # a zombie has stopped, its parent just has not reaped it
         assert not alive, f"still running 2 s after {how.name}: {_described(alive)}"
         assert rate.wait(timeout=10) != 0
+        if how != signal.SIGKILL:  # it says what it kept (kill -9 leaves it no word)
+            assert "rate interrupted: nothing written" in rate.stderr.read()
     finally:
         if rate.poll() is None:
             rate.kill()
@@ -118,6 +122,7 @@ def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(wareh
         # No abort from native code, no traceback (multiprocessing's resource tracker may still warn
         # about a semaphore of the stopped pool that was already removed).
         assert "terminate called" not in stderr and "Fatal" not in stderr and "Traceback" not in stderr, stderr
+        assert "run interrupted: no rate run written" in stderr and "the judgments made so far are kept" in stderr
     finally:
         if run.poll() is None:
             run.kill()
@@ -181,8 +186,8 @@ def _cmdline(process: psutil.Process) -> list[str]:
 @pytest.mark.parametrize("moment", ["workers importing", "bootstrap"])
 def test_ctrl_c_at_a_terminal_stops_the_main_job_quietly(warehouse, moment):
     """Ctrl-C at a terminal sends SIGINT to the whole process group, workers included: the command still
-    exits 130 with nothing on stderr from any process (no worker's KeyboardInterrupt traceback), and no
-    process of the group keeps running."""
+    exits 130, its stderr holds only its one line on what it kept (no worker's KeyboardInterrupt
+    traceback), and no process of the group keeps running."""
     run = subprocess.Popen(
         [str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
         env=_env(),
@@ -199,6 +204,8 @@ def test_ctrl_c_at_a_terminal_stops_the_main_job_quietly(warehouse, moment):
         assert not [p.pid for p in children if _running(p)]
         stderr = run.stderr.read()
         assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+        said = [line for line in stderr.splitlines() if not line.startswith("eqarena: ")]  # progress lines
+        assert said == [f"run {KEPT_ON_INTERRUPT}"], stderr
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_group_ratings, print_model_ratings, say
+from eqarena.cli.output import print_group_ratings, print_model_ratings, said_if_interrupted, say
 from eqarena.cli.rating import rate_options
 from eqarena.cli.support import (
     BOOTSTRAP_HELP,
@@ -65,6 +65,12 @@ YES = typer.Option(
     "above $1 and no --max-cost caps it (the plan is printed first either way).",
 )
 
+# What an interrupted main job (run, refresh) kept: its rate run is stored whole, at its end
+KEPT_ON_INTERRUPT = (
+    "interrupted: no rate run written (one is stored whole, at its end); the ingest and the judgments made "
+    "so far are kept"
+)
+
 
 def main_job_options(
     source: str,
@@ -119,7 +125,11 @@ def run(
     from eqarena.runtime.worker_count import planned_main_job_workers
     from eqarena.runtime.worker_pool import workers_ahead
 
-    with cli_errors(LookupError), workers_ahead(planned_main_job_workers(options)):
+    with (
+        cli_errors(LookupError),
+        workers_ahead(planned_main_job_workers(options)),
+        said_if_interrupted(f"run {KEPT_ON_INTERRUPT}"),
+    ):
         summary = run_pipeline("run", options, db_option(db))
     print_model_ratings(db, summary.rate_run_id)
     if options.rate.by is not None:
@@ -154,7 +164,7 @@ def refresh(
         dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost, analyses, yes, by
     )
 
-    with cli_errors(LookupError):
+    with cli_errors(LookupError), said_if_interrupted(f"refresh {KEPT_ON_INTERRUPT}"):
         summary = run_pipeline("refresh", options, db_option(db), wait)
     if summary.new_rate_run:  # read while the refresh held the warehouse: another run may write it now
         print_model_ratings(db, summary.rate_run_id)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import typer
@@ -25,6 +26,17 @@ from eqarena.messages import shortened, terminal_safe
 def say(message: object = "", *, err: bool = False) -> None:
     """`typer.echo` of `message` with its control characters written as escapes (`terminal_safe`)."""
     typer.echo(terminal_safe(str(message)), err=err)
+
+
+@contextmanager
+def said_if_interrupted(message: str) -> Iterator[None]:
+    """Say `message` (what the interrupted command kept) on standard error when the block is stopped by
+    SIGINT or SIGTERM (a KeyboardInterrupt), then let the interrupt go on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        say(message, err=True)
+        raise
 
 
 def cells(*values: str) -> list[Text]:

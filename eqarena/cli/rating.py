@@ -10,7 +10,14 @@ from typing import Optional
 
 import typer
 
-from eqarena.cli.output import print_group_ratings, print_methods, print_model_ratings, say, warehouse_file
+from eqarena.cli.output import (
+    print_group_ratings,
+    print_methods,
+    print_model_ratings,
+    said_if_interrupted,
+    say,
+    warehouse_file,
+)
 from eqarena.cli.support import (
     BOOTSTRAP_HELP,
     BY,
@@ -43,6 +50,8 @@ BOOTSTRAP_TIME_HELP = (
     "Seconds the bootstrap's replicates may take (0: no limit). It says what the replicates will cost before "
     "it starts, plans fewer when they would take longer, and stops at the limit with the replicates done."
 )
+
+RATE_INTERRUPTED = "rate interrupted: nothing written (a rate run is stored whole, at its end)"
 
 
 def rate_options(
@@ -163,7 +172,7 @@ def rate(
     with workers_ahead(planned_bootstrap_workers(options)):  # they import while the pipeline's modules load
         from eqarena.warehouse.tensor import IncompleteTensorError
 
-        with cli_errors(IncompleteTensorError, LookupError):
+        with cli_errors(IncompleteTensorError, LookupError), said_if_interrupted(RATE_INTERRUPTED):
             result = run_pipeline("rate", options, db_option(db))
     say(
         f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
