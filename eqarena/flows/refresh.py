@@ -3,6 +3,7 @@
 
 from prefect import flow
 
+from eqarena.flows.judge import judge_flow
 from eqarena.options import MainJobOptions
 from eqarena.orchestration.runtime import main_job_run_name
 from eqarena.pipelines.refresh import RefreshSummary, refresh
@@ -14,5 +15,5 @@ def refresh_flow(
 ) -> RefreshSummary:
     """Bring the ratings of `options.source` by `options.judge` up to date, doing only what new data
     requires; `wait_s` bounds the wait for a refresh already writing the warehouse (default:
-    $EQARENA_WAIT, else 60 s)."""
-    return refresh(options, db, wait_s)
+    $EQARENA_WAIT, else 60 s). A provider judge judges in the judge flow, a subflow of this one."""
+    return refresh(options, db, wait_s, judge_step=judge_flow)
