@@ -92,6 +92,21 @@ def test_run_judges_rates_and_reports_with_a_provider(prefect_harness, tmp_path,
     assert shape == (len(PROMPTS), 3)
     assert set(exploitability) == {"ne", "cce"} and max(exploitability.values()) <= 1e-5
     assert summary.report_path.is_file()
+    # The judge ran as the judge flow, a subflow of the main job's flow run.
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    con = warehouse.connect(db, read_only=True)
+    try:
+        flow_ids = dict(con.execute("SELECT kind, flow_run_id FROM runs WHERE kind IN ('judge', 'run')").fetchall())
+    finally:
+        con.close()
+    with get_client(sync_client=True) as client:
+        judge_run = client.read_flow_run(UUID(flow_ids["judge"]))
+        assert judge_run.parent_task_run_id is not None
+        parent = client.read_task_run(judge_run.parent_task_run_id)
+        assert str(parent.flow_run_id) == flow_ids["run"]
 
     again = run_flow(options(("bt",), 10), db)
     assert sum(server.counters.paid_samples.values()) == calls  # nothing judged twice
