@@ -43,3 +43,23 @@ def test_version():
 
     shown = CliRunner().invoke(app, ["--version"])
     assert shown.exit_code == 0 and shown.output.strip() == f"eqarena {version('eqarena')}"
+
+
+def test_log_level_shows_eqarena_and_prefect_log_lines_from_that_level(monkeypatch):
+    """`--log-level info` (any case) sets Prefect's level for the command and sends eqarena's own log lines
+    from INFO on to standard error, once however often it is given; an unknown level is refused by name."""
+    import logging
+    import os
+
+    monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "WARNING")  # restored after the test, whatever the CLI sets
+    logger = logging.getLogger("eqarena")
+    monkeypatch.setattr(logger, "handlers", [])
+    monkeypatch.setattr(logger, "level", logging.NOTSET)
+    runner = CliRunner()
+    for _ in range(2):
+        shown = runner.invoke(app, ["--log-level", "info", "methods"])
+        assert shown.exit_code == 0, shown.output
+    assert os.environ["PREFECT_LOGGING_LEVEL"] == "INFO" and logger.level == logging.INFO
+    assert len(logger.handlers) == 1
+    refused = runner.invoke(app, ["--log-level", "loud", "methods"])
+    assert refused.exit_code == 2 and "expected one of DEBUG, INFO, WARNING, ERROR" in refused.output

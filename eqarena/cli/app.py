@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import logging
 import os
 import signal
 import sys
@@ -41,10 +42,26 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(value: str | None) -> str | None:
+    if value is not None and value.upper() not in LOG_LEVELS:
+        raise typer.BadParameter(f"expected one of {', '.join(LOG_LEVELS)} (any case); got {value!r}")
+    return None if value is None else value.upper()
+
+
 @app.callback()
 def _main(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    log_level: str | None = typer.Option(
+        None,
+        "--log-level",
+        callback=_log_level,
+        help="Log lines of eqarena and of Prefect (flow runs) from this level on: DEBUG, INFO, WARNING or "
+        "ERROR, on standard error (default: eqarena's warnings; Prefect's level from PREFECT_LOGGING_LEVEL).",
     ),
 ) -> None:
     """Game-theoretic ratings of LLMs and prompts from pairwise LLM-judge evaluations."""
@@ -52,7 +69,22 @@ def _main(
     # a temporary local one, which may take long on a busy machine; it must never phone home.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if log_level is not None:
+        _show_logs(log_level)
     use_compile_cache()  # before JAX is first imported (eqarena/runtime/compile_cache.py)
+
+
+def _show_logs(level: str) -> None:
+    """eqarena's log lines from `level` on to standard error, and Prefect's (read when it is first imported,
+    inside the command)."""
+    os.environ["PREFECT_LOGGING_LEVEL"] = level
+    logger = logging.getLogger("eqarena")
+    logger.setLevel(level)
+    if not any(getattr(h, "eqarena_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.eqarena_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
 
 
 app.command()(data.ingest)
