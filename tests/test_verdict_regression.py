@@ -93,6 +93,12 @@ def _reference(kind: str, path: Path) -> dict[str, float]:
     raise ValueError(f"unknown reference {kind!r}")
 
 
+def _spearman(ratings: dict[str, float], reference: dict[str, float], models: list[str]) -> float:
+    """Spearman's rho over `models`, the ratings rounded as ranks are (6 decimals): models tied at 0 in an
+    equilibrium's support tie on every machine, whatever rounding the solver's last digits carry."""
+    return float(spearmanr([round(ratings[m], 6) for m in models], [reference[m] for m in models]).statistic)
+
+
 def _observe(case: dict, folder: Path) -> tuple[float, str, float, str]:
     """(Spearman of BT against the reference, the method the answer leads with and its Spearman, the verdict
     lines joined by ' | ') of a case, rated afresh."""
@@ -109,10 +115,9 @@ def _observe(case: dict, folder: Path) -> tuple[float, str, float, str]:
     reference = _reference(case["reference"], path)
     models = sorted(set(bt) & set(reference))
     assert len(models) >= 3, (models, sorted(bt), sorted(reference))
-    rho = float(spearmanr([bt[m] for m in models], [reference[m] for m in models]).statistic)
     board = json.loads(runner.invoke(app, ["export", "--format", "json", "--db", str(db)]).stdout)
     lead = {e["model"]: e[board["headline"]]["rating"] for e in board["models"]}
-    rho_lead = float(spearmanr([lead[m] for m in models], [reference[m] for m in models]).statistic)
+    rho, rho_lead = (_spearman(ratings, reference, models) for ratings in (bt, lead))
     lines = rated.stdout.splitlines()
     end = next(k for k, line in enumerate(lines) if "model ratings, run" in line)
     verdict = [line for line in lines[:end] if not line.startswith(("dataset:", "u_king", "eqarena:"))]
