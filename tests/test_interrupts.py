@@ -63,6 +63,13 @@ def _described(processes: list[psutil.Process]) -> list[str]:
     return out
 
 
+def _eqarena(args: list[str], **popen) -> subprocess.Popen:
+    """The `eqarena` command with `args`, in its own process: stdout discarded, stderr kept as text."""
+    return subprocess.Popen(
+        [str(EQARENA), *args], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **popen
+    )
+
+
 def _running(process: psutil.Process) -> bool:
     try:
         return process.status() != psutil.STATUS_ZOMBIE
@@ -72,13 +79,7 @@ def _running(process: psutil.Process) -> bool:
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "kill-9"])
 def test_a_stopped_bootstrap_leaves_no_worker_and_no_run(warehouse, how):
-    rate = subprocess.Popen(
-        [str(EQARENA), "rate", "--judge", "prd:gpt4", "--bootstrap", "5000", "--db", str(warehouse)],
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    rate = _eqarena(["rate", "--judge", "prd:gpt4", "--bootstrap", "5000", "--db", str(warehouse)])
     try:
         workers = _workers_started(rate)
         rate.send_signal(how)
@@ -99,13 +100,7 @@ def test_a_stopped_bootstrap_leaves_no_worker_and_no_run(warehouse, how):
 def test_a_stopped_main_job_ends_at_once_with_its_analyses_still_computing(warehouse, how):
     """`eqarena run` computes its analyses on a thread while the bootstrap's workers run: stopped then,
     it exits 130 at once (no abort from the thread's native code) and writes no run."""
-    run = subprocess.Popen(
-        [str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = _eqarena(["run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")])
     try:
         children = _workers_started(run)  # the analyses (about 5 s) started with the bootstrap
         # The bootstrap's two workers, and the risk analysis's one-core process once it has started (it may
@@ -137,13 +132,7 @@ def test_a_stopped_simulation_stops_its_trials_at_once_and_says_what_it_kept(tmp
     pool is terminated, not waited for: before, the command waited minutes for the running trials), the
     command exits 130, says how many trials were done and that none is stored, and records `interrupted`."""
     db = tmp_path / "sim.duckdb"
-    sim = subprocess.Popen(
-        [str(EQARENA), "simulate", "improvement-path", "--trials", "8", "--db", str(db), "--out", str(tmp_path)],
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    sim = _eqarena(["simulate", "improvement-path", "--trials", "8", "--db", str(db), "--out", str(tmp_path)])
     try:
         children = _workers_started(sim)
         workers = [p for p in children if "resource_tracker" not in " ".join(p.cmdline())]
@@ -188,14 +177,7 @@ def test_ctrl_c_at_a_terminal_stops_the_main_job_quietly(warehouse, moment):
     """Ctrl-C at a terminal sends SIGINT to the whole process group, workers included: the command still
     exits 130, its stderr holds only its one line on what it kept (no worker's KeyboardInterrupt
     traceback), and no process of the group keeps running."""
-    run = subprocess.Popen(
-        [str(EQARENA), "run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")],
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    run = _eqarena(["run", "--db", str(warehouse), "--out", str(warehouse.parent / "out")], start_new_session=True)
     try:
         children = _workers_importing(run) if moment == "workers importing" else _workers_started(run)
         os.killpg(run.pid, signal.SIGINT)
