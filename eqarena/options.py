@@ -502,7 +502,8 @@ class IngestOptions:
 class ImportOptions:
     """`eqarena import`: files `paths` in format `fmt` into dataset `dataset` (default: from the
     files' names), under judge id `judge` (battles, pairwise, scores), against `baseline`
-    (arena-hard-auto v0.1), with the payoff of two scores (`payoff`, `scale`), within `limits`."""
+    (arena-hard-auto v0.1), with the payoff of two scores (`payoff`, `scale`), within `limits`;
+    `named_battles`: a battle log's named battles too (`anony` false), not only its anonymous ones."""
 
     fmt: ImportFormat
     paths: tuple[str, ...]
@@ -515,6 +516,7 @@ class ImportOptions:
     layout: ImportLayout | None = None
     id_column: str | None = None
     limits: InputLimits = InputLimits()
+    named_battles: bool = False
 
     def __post_init__(self):
         _tuple(self, "paths")
@@ -536,6 +538,8 @@ class ImportOptions:
             )
         if self.layout is ImportLayout.PREFERENCES and not self.baseline:
             raise OptionError("--layout preferences needs --baseline (the model every column is compared with)")
+        if self.named_battles and self.fmt is not ImportFormat.BATTLES:
+            raise OptionError(f"--named-battles applies to battle logs (import battles), not {self.fmt.value}")
         if self.id_column is not None and not allowed:
             raise OptionError(f"--id-column applies to the table formats (pairwise, scores), not {self.fmt.value}")
 

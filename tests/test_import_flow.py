@@ -383,6 +383,10 @@ def test_error_verdicts_are_stored_unparsed_and_counted(tmp_path, prefect_harnes
             ["battles", "s.csv", "--id-column", "qid"],
             "error: --id-column applies to the table formats (pairwise, scores), not battles",
         ),
+        (
+            ["scores", "s.csv", "--named-battles"],
+            "error: --named-battles applies to battle logs (import battles), not scores",
+        ),
         (["scores", "missing.csv"], "error: missing.csv: no such file or directory"),
         (["scores", "s.csv", "--payoff", "ratio"], "error: --payoff must be one of clip-diff, sign; got 'ratio'"),
         (["scores", "s.csv", "--scale", "0"], "error: --scale must be positive; got 0.0"),

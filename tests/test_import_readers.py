@@ -216,6 +216,31 @@ def test_battle_errors_name_the_line_or_row(tmp_path):
         read_battles([columns], "d", None)
 
 
+def test_battles_keep_the_anonymous_ones_unless_named_battles_asked(tmp_path):
+    rows = [
+        {"question_id": "a", "model_a": "x", "model_b": "y", "winner": "model_a", "anony": True},
+        {"question_id": "b", "model_a": "x", "model_b": "y", "winner": "model_b", "anony": False},
+        {"question_id": "c", "model_a": "y", "model_b": "x", "winner": "tie", "anony": True},
+    ]
+    log = write_jsonl(tmp_path / "arena.jsonl", rows)
+    imported = read_battles([log], "d", None)
+    assert sorted(j.prompt_id for j in judgment_records(imported.dataset.judgments)) == ["a", "c"]
+    assert "2 anonymous battles imported, 1 named ones (anony false) left out" in imported.notes[0]
+    assert "--named-battles" in imported.notes[0]
+    named = read_battles([log], "d", None, named=True)
+    assert sorted(j.prompt_id for j in judgment_records(named.dataset.judgments)) == ["a", "b", "c"]
+    assert not named.notes
+    csv = tmp_path / "arena.csv"  # text flags, as a CSV export writes them
+    pl.DataFrame([{**r, "anony": str(r["anony"])} for r in rows]).write_csv(csv)
+    assert sorted(j.prompt_id for j in judgment_records(read_battles([csv], "d", None).dataset.judgments)) == ["a", "c"]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{**rows[0], "anony": "maybe"}])
+    with pytest.raises(DatasetError, match=r"bad\.jsonl:1: anony must be true or false; got 'maybe'"):
+        read_battles([bad], "d", None)
+    only_named = write_jsonl(tmp_path / "named.jsonl", [rows[1]])
+    with pytest.raises(DatasetError, match=r"named\.jsonl: all 1 battles are named .*--named-battles"):
+        read_battles([only_named], "d", None)
+
+
 # ---- pairwise long table ---------------------------------------------------------------------------
 
 

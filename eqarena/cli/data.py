@@ -55,7 +55,8 @@ FORMAT is one of:
   both games against the baseline, verdict labels `A>>B` ... `B>>A`, judge `arena-hard-auto:<judge>`.
 
 - battles: Chatbot-Arena battle logs (JSON, JSONL, CSV, Parquet): model_a, model_b, winner, optional
-  question_id and turn.
+  question_id, turn, language, category_tag; with an `anony` column only the anonymous battles are
+  imported, as Chatbot Arena's leaderboard counts them (`--named-battles` keeps the others too).
 
 - pairwise: a long table (CSV, TSV, Parquet, JSONL, JSON): prompt_id, model_a, model_b, score in [-1, 1]
   or verdict, optional judge, sample, prompt_text; a verdict `error` (a failed judge call, as in
@@ -118,6 +119,12 @@ def import_data(
         1.0, "--scale", help="scores: the score gap that counts as decisive (e.g. 100 for percentages)."
     ),
     replace: bool = typer.Option(False, "--replace", help="Overwrite stored rows whose content changed."),
+    named_battles: bool = typer.Option(
+        False,
+        "--named-battles",
+        help="battles: also import the named battles (anony false: the voter saw the models' names), "
+        "which Chatbot Arena's leaderboard leaves out.",
+    ),
     max_models: int = MAX_MODELS,
     max_name_chars: int = MAX_NAME_CHARS,
     max_text_chars: int = MAX_TEXT_CHARS,
@@ -138,6 +145,7 @@ def import_data(
             replace=replace,
             layout=layout,
             id_column=id_column,
+            named_battles=named_battles,
             limits=InputLimits(models=max_models, name_chars=max_name_chars, text_chars=max_text_chars),
         )
         missing = [str(p) for p in paths if not p.exists()]

@@ -8,6 +8,9 @@ five-label verdicts are accepted too), optional `question_id` and `turn`.
 - The first user message of `conversation_a` (JSON/JSONL) becomes the prompt's text (first turns only).
 - Every battle is one judgment by the judge `--judge` (default `battles:<file name>`); the row's other
   scalar fields (the voter, timestamp, language, ...) are kept as its raw text.
+- Anonymous battles only, as Chatbot Arena's leaderboard and FastChat's Elo analysis count them: where
+  the log has an `anony` column, battles whose voter saw the model names (`anony` false) are left out
+  and counted in a note; `named=True` (`import battles --named-battles`) keeps them.
 - Prompt labels for `rate --prompt-groups` (table prompt_tags): `language`, `turn` (1, 2, 3+) and, in
   JSON / JSONL logs, each true tag of Chatbot Arena's nested `category_tag` (`category_tags`). Repeated battles of the
   same pair on the same prompt are samples 0, 1, ... in file order.
@@ -20,10 +23,10 @@ from pathlib import Path
 
 import polars as pl
 
-from eqarena.datasets.records import tag_frame
+from eqarena.datasets.records import DatasetError, tag_frame
 from eqarena.importers.pairwise import scalar_json, to_dataset, with_scores
 from eqarena.importers.result import Imported
-from eqarena.importers.tables import numeric_column, read_table, require_columns, text_column
+from eqarena.importers.tables import fail_where, numeric_column, read_table, require_columns, text_column
 
 TEMPLATE_TAG = "battle"
 POOLED_PROMPT = "all"
@@ -64,11 +67,15 @@ def _record(obj: dict) -> dict:
     return row
 
 
-def read_battles(paths: list[Path], name: str | None, judge: str | None) -> Imported:
-    """Every battle of the logs at `paths` as a recorded judgment (see module docstring)."""
+def read_battles(paths: list[Path], name: str | None, judge: str | None, named: bool = False) -> Imported:
+    """Every battle of the logs at `paths` as a recorded judgment, the anonymous ones only unless
+    `named` (see module docstring)."""
     frames, notes = [], []
     for path in paths:
         frame, pooled = _read_one(path, judge or f"battles:{path.stem}")
+        if not named and "anony" in frame.columns:
+            frame, note = anonymous_only(frame, path)
+            notes += [note] if note else []
         frames.append(frame)
         if pooled:
             notes.append(
@@ -78,6 +85,39 @@ def read_battles(paths: list[Path], name: str | None, judge: str | None) -> Impo
     dataset = name or paths[0].stem
     data = to_dataset(frame, dataset, ", ".join(map(str, paths)), TEMPLATE_TAG)
     return Imported(replace(data, tags=prompt_tags(frame)), tuple(notes))
+
+
+_ANONY = {"true": True, "1": True, "false": False, "0": False}
+
+
+def anonymous_only(frame: pl.DataFrame, path: Path) -> tuple[pl.DataFrame, str | None]:
+    """The battles of `frame` whose `anony` is true (bool, or text true/false/1/0), and a note on the
+    named ones left out (None if there were none). An `anony` cell that is neither is an error at its
+    row; a log of named battles only is refused (there would be nothing to rate)."""
+    anony = pl.col("anony")
+    if frame.schema["anony"] != pl.Boolean:
+        text = anony.cast(pl.Utf8).str.strip_chars().str.to_lowercase()
+        fail_where(
+            frame,
+            anony.is_null() | ~text.is_in(list(_ANONY)),
+            lambda r: f"anony must be true or false; got {r['anony']!r}",
+        )
+        frame = frame.with_columns(text.replace_strict(_ANONY, return_dtype=pl.Boolean).alias("anony"))
+    else:
+        fail_where(frame, anony.is_null(), lambda r: "anony must be true or false; got an empty cell")
+    kept = frame.filter(anony)
+    named = frame.height - kept.height
+    if not named:
+        return kept, None
+    if not kept.height:
+        raise DatasetError(
+            f"{path}: all {named:,} battles are named (anony false): the voters saw the models' names; "
+            "import them with --named-battles"
+        )
+    return kept, (
+        f"{path}: {kept.height:,} anonymous battles imported, {named:,} named ones (anony false) left out, as "
+        "Chatbot Arena's leaderboard does; --named-battles keeps them"
+    )
 
 
 def prompt_tags(frame: pl.DataFrame) -> pl.DataFrame:

@@ -47,7 +47,7 @@ def _read(files: list[Path], options: ImportOptions) -> Imported:
     if options.fmt is ImportFormat.ARENA_HARD_AUTO:
         return read_arena_hard_judgments(files, options.dataset, options.baseline)
     if options.fmt is ImportFormat.BATTLES:
-        return read_battles(files, options.dataset, options.judge)
+        return read_battles(files, options.dataset, options.judge, options.named_battles)
     if options.fmt is ImportFormat.PAIRWISE:
         if options.layout is ImportLayout.PREFERENCES:
             return read_preference_table(
