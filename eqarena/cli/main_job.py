@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from eqarena.cli.config_file import CONFIG
 from eqarena.cli.output import print_group_ratings, print_model_ratings, said_if_interrupted, say
 from eqarena.cli.rating import rate_options
 from eqarena.cli.support import (
@@ -116,6 +117,7 @@ def run(
     analyses: str = ANALYSES,
     yes: bool = YES,
     by: Optional[str] = BY,
+    config: Optional[Path] = CONFIG,
 ) -> None:
     """The main job: ingest (idempotent) → judge → rate → analyses → report; prints where the results are."""
     options = main_job_options(
@@ -157,6 +159,7 @@ def refresh(
     analyses: str = ANALYSES,
     yes: bool = YES,
     by: Optional[str] = BY,
+    config: Optional[Path] = CONFIG,
 ) -> None:
     """The main job, incrementally: only new prompts, models and missing judge cells are judged; ratings,
     analyses and the report are recomputed only when their inputs changed. For schedules (see `serve`)."""

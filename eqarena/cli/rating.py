@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from eqarena.cli.config_file import CONFIG
 from eqarena.cli.output import (
     print_group_ratings,
     print_methods,
@@ -147,6 +148,7 @@ def rate(
     ),
     db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
     wait: Optional[float] = WAIT,
+    config: Optional[Path] = CONFIG,
 ) -> None:
     """Rate models and prompts from stored judgments (every method chosen); writes ratings under a new run_id."""
     options = rate_options(
