@@ -224,17 +224,45 @@ def test_style_control_end_to_end_on_the_bundled_answers(tmp_path):
     assert np.isfinite(fitted["style_length"]) and fitted["style_length"] != 0
 
 
-def test_a_refusal_of_battle_only_methods_says_impute_moves_none_of_their_ratings(rated):
-    """`rate --methods winrate` on arena-hard judgments that cover part of the game: still refused without
-    --missing impute (the run stores the game), with the hint that imputing changes no win rate; with it, the
-    win rates are those of the judged battles (the module's run, which imputed, has the same)."""
+def test_win_rate_needs_no_imputation_and_stores_only_the_judged_cells(rated):
+    """`rate --methods winrate` on arena-hard judgments that cover part of the game (each model against the
+    baseline): no --missing policy needed; the win rates are those of the judged battles (arena-hard-auto's
+    own definition, as the module's imputed run has them too), and the run stores the judged cells only,
+    none imputed. An equilibrium method beside it still needs the whole game."""
     db, ratings, _ = rated
     args = ["rate", "--dataset", "tiny-bench", "--methods", "winrate", "--baseline", BASELINE, "--bootstrap", "0"]
-    refused = runner.invoke(app, [*args, "--db", str(db)])
-    assert refused.exit_code == 1
-    message = " ".join(refused.output.split())
-    assert "--methods winrate rate from the judged battles alone, so --missing impute changes none" in message
+    out = runner.invoke(app, [*args, "--db", str(db)])
+    assert out.exit_code == 0, out.output
+    assert "cells judged" in out.output and "none imputed, none dropped" in out.output
+    (run_id,) = query(db, "SELECT run_id FROM runs WHERE kind = 'rate' ORDER BY started_at DESC LIMIT 1")[0]
+    stored = dict(
+        query(
+            db,
+            f"SELECT action, rating FROM ratings WHERE run_id = '{run_id}' AND player = 'king' AND method = 'winrate'",
+        )
+    )
     reference = reference_win_rates(reference_battles(SAMPLE))
+    assert stored.keys() == reference.keys()
+    for model, rating in stored.items():
+        assert rating == pytest.approx(reference[model], abs=1e-9)
+        assert ratings[("winrate", model)][0] == pytest.approx(rating, abs=1e-9)
+    cells = query(
+        db,
+        f"SELECT count(*), count(*) FILTER (WHERE imputed), count(*) FILTER (WHERE isnan(u_king)) FROM payoffs WHERE run_id = '{run_id}'",
+    )[0]
+    judged_pairs = query(  # (prompt, pair) cells judged in both orders (rate's default --orders both)
+        db,
+        "SELECT count(*) FROM (SELECT DISTINCT prompt_id, model_a, model_b FROM judgments WHERE dataset = "
+        "'tiny-bench' AND status = 'ok') one JOIN (SELECT DISTINCT prompt_id, model_a, model_b FROM judgments "
+        "WHERE dataset = 'tiny-bench' AND status = 'ok') other ON one.prompt_id = other.prompt_id AND "
+        "one.model_a = other.model_b AND one.model_b = other.model_a AND one.model_a < one.model_b",
+    )[0][0]
+    assert cells == (2 * judged_pairs, 0, 0)  # each judged cell as (king, rebel) and (rebel, king), nothing else
+    with_bt = runner.invoke(app, [*args[:4], "winrate,bt", *args[5:], "--db", str(db)])  # BT fits the battles too
+    assert with_bt.exit_code == 0, with_bt.output
+    bt = dict(query(db, "SELECT model_id, rating FROM latest_model_ratings WHERE method = 'bt'"))
     for (method, model), (rating, _, _) in ratings.items():
-        if method == "winrate":
-            assert rating == pytest.approx(reference[model], abs=1e-9)
+        if method == "bt":
+            assert bt[model] == pytest.approx(rating, abs=1e-6)  # as the module's imputed run fitted it
+    refused = runner.invoke(app, ["rate", "--dataset", "tiny-bench", "--methods", "winrate,ne", "--db", str(db)])
+    assert refused.exit_code == 1 and "pass --missing impute" in " ".join(refused.output.split())

@@ -107,29 +107,34 @@ def assemble_group(con, options: RateOptions, group: PromptGroup | None) -> Asse
     """`assemble` on an open connection, on the prompts of `group` (None: all)."""
     chosen = expand_judges(options.dataset, available_judges(con, options.dataset), list(options.judges))
     raw = assemble_tensor(con, options.dataset, chosen, orders=options.orders, group=group)
+    # Score judges have no battles: Bradley-Terry then fits the tensor's cells, as for imputed data.
+    scored = bool(score_judges(con, options.dataset) & set(chosen))
     if options.missing is MissingPolicy.IMPUTE:
         tensor, dropped = impute(raw)
+    elif options.missing is MissingPolicy.REFUSE and not scored and rates_judged_battles_only(options):
+        tensor, dropped = raw, judged_only(raw)
     else:
-        try:
-            tensor, dropped = apply_missing_policy(raw, options.missing)
-        except IncompleteTensorError as refused:
-            raise _battles_only_hint(refused, options) from None
-    # Score judges have no battles: Bradley-Terry then fits the tensor's cells, as for imputed data.
-    battles = NO_BATTLES if score_judges(con, options.dataset) & set(chosen) else read_battles(con, tensor)
+        tensor, dropped = apply_missing_policy(raw, options.missing)
+    battles = NO_BATTLES if scored else read_battles(con, tensor)
     return Assembled(raw=raw, tensor=tensor, dropped=dropped, battles=battles)
 
 
-def _battles_only_hint(refused: IncompleteTensorError, options: RateOptions) -> IncompleteTensorError:
-    """The refusal, saying so where every chosen method rates from the judged battles alone (win rate,
-    style-controlled BT): --missing impute then fills only the game the run stores, and moves none of
-    their ratings."""
+def rates_judged_battles_only(options: RateOptions) -> bool:
+    """Whether every method chosen is a model fit (Bradley-Terry, win rate, style-controlled BT: no
+    equilibrium), which rates from the judged battles alone when there are battles: such a run needs no
+    complete game, and stores only the judged cells (`judged_only`)."""
     methods = options.methods or ()
-    if not methods or not all(get_method(m).needs_battles for m in methods):
-        return refused
-    return IncompleteTensorError(
-        f"{refused}; --methods {','.join(methods)} rate from the judged battles alone, so --missing impute "
-        "changes none of their ratings (it fills only the game the run stores)"
-    )
+    return bool(methods) and not any(get_method(m).is_equilibrium for m in methods)
+
+
+def judged_only(raw: PayoffTensor) -> Dropped:
+    """The `Dropped` of a run that keeps the judged cells as they are (`rates_judged_battles_only`): none
+    filled, none dropped; a game needs a prompt and two models all the same."""
+    P, M, _ = raw.shape
+    if P == 0 or M < 2:
+        apply_missing_policy(raw, MissingPolicy.REFUSE)  # raises, naming what is there
+    total = P * M * (M - 1) // 2
+    return Dropped("judged-only", missing_cells=int(raw.missing_pairs.sum()), total_cells=total)
 
 
 def impute(raw: PayoffTensor) -> tuple[PayoffTensor, Dropped]:

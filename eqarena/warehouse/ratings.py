@@ -173,9 +173,10 @@ def write_rate_run(
 
 
 def _write_payoffs(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTensor) -> None:
-    P, M, _ = t.shape
-    off_diagonal = ~np.eye(M, dtype=bool)
-    p, i, j = np.nonzero(np.broadcast_to(off_diagonal, (P, M, M)))
+    """The covered off-diagonal cells of `t` (all of them, unless the run keeps only the judged cells)."""
+    M = t.shape[1]
+    cells = t.covered & ~np.eye(M, dtype=bool)[None]
+    p, i, j = np.nonzero(cells)
     samples = t.samples + np.swapaxes(t.samples, 1, 2)
     _insert_cells(
         con,
@@ -184,9 +185,9 @@ def _write_payoffs(con: duckdb.DuckDBPyConnection, run_id: str, t: PayoffTensor)
         t,
         (p, i, j),
         {
-            "u_king": t.u_king[:, off_diagonal].ravel().astype(np.float64),
-            "samples": samples[:, off_diagonal].ravel().astype(np.int32),
-            "imputed": np.zeros(len(p), dtype=bool) if t.imputed is None else t.imputed[:, off_diagonal].ravel(),
+            "u_king": t.u_king[cells].astype(np.float64),
+            "samples": samples[cells].astype(np.int32),
+            "imputed": np.zeros(len(p), dtype=bool) if t.imputed is None else t.imputed[cells],
         },
     )
 

@@ -120,8 +120,18 @@ class Dropped:
     models: tuple[tuple[str, int], ...] = ()
     imputed_cells: int = 0
     total_cells: int = 0
+    missing_cells: int = 0  # "judged-only": the unjudged cells, left empty (the run stores the judged ones)
 
     def summary(self) -> str:
+        if self.policy == "judged-only":
+            if not self.missing_cells:
+                return "nothing dropped (the tensor is complete)"
+            judged = self.total_cells - self.missing_cells
+            return (
+                f"{judged:,} of {self.total_cells:,} (prompt, model pair) cells judged "
+                f"({judged / max(self.total_cells, 1):.1%}); the methods chosen rate from the judged battles "
+                "alone, so the others stay empty (none imputed, none dropped)"
+            )
         if self.policy == "groups":
             return (
                 f"prompt groups: {self.imputed_cells:,} of {self.total_cells:,} (group, model pair) cells "
