@@ -248,7 +248,8 @@ def test_win_rate_needs_no_imputation_and_stores_only_the_judged_cells(rated):
         assert ratings[("winrate", model)][0] == pytest.approx(rating, abs=1e-9)
     cells = query(
         db,
-        f"SELECT count(*), count(*) FILTER (WHERE imputed), count(*) FILTER (WHERE isnan(u_king)) FROM payoffs WHERE run_id = '{run_id}'",
+        "SELECT count(*), count(*) FILTER (WHERE imputed), count(*) FILTER (WHERE isnan(u_king)) FROM payoffs "
+        f"WHERE run_id = '{run_id}'",
     )[0]
     judged_pairs = query(  # (prompt, pair) cells judged in both orders (rate's default --orders both)
         db,
