@@ -15,9 +15,11 @@ from eqarena.methods import RatingMethod, get_method, register, unregister
 from eqarena.options import BootstrapOptions, IngestOptions, RateOptions
 from eqarena.runtime.worker_pool import process_map
 from eqarena.solvers.bootstrap.confidence import (
+    CONFIDENCE,
     ReplicateSolver,
     Settling,
     bootstrap_ratings,
+    bound_moves,
     judgment_replicate,
     prompt_replicate,
     rank_probabilities,
@@ -361,6 +363,40 @@ def test_a_worker_runs_blas_on_one_thread_whenever_its_library_loaded():
     done = subprocess.run([sys.executable, "-c", WORKER_AFTER_NUMPY], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[1]"
+
+
+def _settles(ratings: np.ndarray) -> bool:
+    """Whether the default settling rule stops at 48 replicates of `ratings` (B >= 48, M) of one
+    (method, scheme), checked at 24 and 48 as the bootstrap checks them."""
+    from eqarena.solvers.bootstrap.confidence import _SettleWatch
+
+    watch = _SettleWatch(Settling(), CONFIDENCE)
+    collected = {("ne", "prompts"): [(0, ratings, np.zeros(len(ratings)), 0.0)]}
+    assert not watch.settled(24, collected)
+    return watch.settled(48, collected)
+
+
+def _moves(rng, models: int) -> tuple[float, float]:
+    """(root mean square, largest) move of the percentile bounds from 24 to 48 replicates drawn from one
+    distribution per model, in median interval widths."""
+    steady = rng.normal(size=(48, models)) * rng.uniform(0.5, 2.0, size=models)
+    early, late = np.percentile(steady[:24], [2.5, 97.5], axis=0), np.percentile(steady, [2.5, 97.5], axis=0)
+    return bound_moves(late, early), np.abs(late - early).max() / np.median(late[1] - late[0])
+
+
+def test_the_settling_rule_does_not_grow_stricter_with_the_number_of_models():
+    rng = np.random.default_rng(0)
+    few = np.mean([_moves(rng, 5) for _ in range(60)], axis=0)
+    many = np.mean([_moves(rng, 200) for _ in range(60)], axis=0)
+    assert 0.8 < many[0] / few[0] < 1.25  # the rule's statistic: the same Monte Carlo noise at 5 and 200 models
+    assert many[1] / few[1] > 1.5 and many[1] > 2 * Settling().tol  # the largest move grows with the models
+    # Replicates from one distribution move the bounds by ~0.1 widths at 48 (the tolerance): settled there
+    # about half the time. Later replicates that repeat the earlier ones' spread settle it:
+    steady = rng.normal(size=(48, 200))
+    assert _settles(np.concatenate([steady[:24], steady[:24][::-1]]))
+    drifting = steady.copy()
+    drifting[24:] += 0.5 * np.median(np.diff(np.percentile(steady, [2.5, 97.5], axis=0), axis=0))
+    assert not _settles(drifting)  # the later replicates sit half an interval higher
 
 
 def test_settling_stops_at_a_prefix_of_the_same_replicates_and_says_why():

@@ -112,9 +112,9 @@ def rate(
         BootstrapOptions.settle,
         "--settle",
         min=0.0,
-        help="Stop the equilibria's "
-        "bootstrap once no interval bound moved by more than this fraction of the "
-        "interval's width over 24 replicates (0: always --bootstrap replicates).",
+        help="Stop the equilibria's bootstrap once their interval bounds moved, in root mean square over the "
+        "models, by less than this fraction of the median interval width over 24 replicates (from 48 on; "
+        "0: always --bootstrap replicates).",
     ),
     orders: str = typer.Option("both", "--orders", help=ORDERS_HELP),
     baseline: Optional[str] = typer.Option(
