@@ -57,7 +57,9 @@ class RatingMethod:
     rating_format: how a rating prints (a format spec); needs_battles: rates only from the judgments
     (not from a tensor alone, so the clone analysis leaves it out); warm_starts: `solve` takes
     start=, the dual multipliers of a nearby game's solve (`Equilibrium.multipliers`), and returns the
-    same equilibrium from there in fewer steps (bootstrap replicates start from the full data's).
+    same equilibrium from there in fewer steps (bootstrap replicates start from the full data's);
+    enabled_by: the rate option (a `RateOptions` field: "baseline", "style_control") that adds the method
+    to the ones chosen, and whose value the rate flow hands it.
     """
 
     name: str
@@ -72,6 +74,7 @@ class RatingMethod:
     rating_format: str = "+.3f"
     needs_battles: bool = False
     warm_starts: bool = False
+    enabled_by: str | None = None
 
     def __post_init__(self):
         if (self.solve is None) == (self.fit is None):
@@ -306,6 +309,7 @@ register(
         default=False,
         rating_format=".1f",
         needs_battles=True,
+        enabled_by="baseline",
     )
 )
 register(
@@ -320,5 +324,34 @@ register(
         default=False,
         rating_format=".0f",
         needs_battles=True,
+        enabled_by="style_control",
     )
 )
+
+
+# ------------------------------------------------------------------------- the built-ins' roles
+# Which registered method plays which part: every other module reads these, never the names.
+
+HEADLINE = ("ne", "cce")  # the paper's headline ratings, in preference: the answer leads with the first rated
+REFERENCE = "bt"  # the average-based rating the equilibria are compared with (robustness, figures, diagnosis)
+COMPARED = ("bt", "cce")  # the methods the headline NE's diagnosis compares it with, when the run rated them
+LEAD_INSTEAD = ("cce", "bt")  # what the answer leads with when the NE cannot rank the models, first rated first
+SELECTED_NE = "ne"  # the NE whose equilibrium the risk analysis places among the game's others
+ALIASES = {"elo": "bt"}  # other names of a method (the improvement-path simulation's Elo is BT on u_king)
+NASH, CCE = "nash", "cce"  # the solution concepts (`RatingMethod.concept`) of the equilibrium methods
+
+
+def canonical(name: str) -> str:
+    """The registered name of `name` (an alias of `ALIASES` or the name itself)."""
+    return ALIASES.get(name, name)
+
+
+def enabled_methods(options) -> tuple[str, ...]:
+    """The methods that options of a rate run add to the ones chosen (`enabled_by`: a baseline named, style
+    control asked), in registry order."""
+    return tuple(m.name for m in _REGISTRY.values() if m.enabled_by and getattr(options, m.enabled_by, None))
+
+
+def uses_option(names: Iterable[str], option: str) -> bool:
+    """Whether one of the methods `names` is the one that rate option `option` enables (and feeds)."""
+    return any(name in _REGISTRY and _REGISTRY[name].enabled_by == option for name in names)

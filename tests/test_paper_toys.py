@@ -29,15 +29,15 @@ def test_closed_forms(tables):
         assert np.abs(r.rating).max() <= 1e-6 and r.exploitability <= 1e-6
     ne = _row(rows, "chicken", "NE (affinity)")
     assert ne.mass[0] == pytest.approx(11 / 12, abs=1e-6) and np.abs(ne.rating).max() <= 1e-6
-    assert _row(rows, "chicken", "deviation").rating == pytest.approx([-0.5, -5.5], abs=1e-7)
-    assert _row(rows, "chicken", "deviation", cloned=True).rating == pytest.approx([-0.5, -5.5, -5.5], abs=1e-7)
+    assert _row(rows, "chicken", "Deviation ratings").rating == pytest.approx([-0.5, -5.5], abs=1e-7)
+    assert _row(rows, "chicken", "Deviation ratings", cloned=True).rating == pytest.approx([-0.5, -5.5, -5.5], abs=1e-7)
 
 
 def test_clone_invariance_as_the_paper_claims(tables):
     _, checks = tables
     by = {(c.game, c.method): c for c in checks}
     for game in ("rock-paper-scissors", "chicken"):
-        for method in ("NE (affinity)", "CCE (affinity)", "deviation"):
+        for method in ("NE (affinity)", "CCE (affinity)", "Deviation ratings"):
             assert by[(game, method)].invariant, by[(game, method)]
     assert not by[("chicken", "CCE (uniform)")].invariant  # the uniform (Shannon) target is not clone-invariant
 

@@ -29,10 +29,10 @@ _SIZES = PathSizes()
 
 def parse_simulation_methods(text: str) -> list[str]:
     """`elo,ne` -> ['elo', 'ne']: `elo` (Bradley-Terry on u_king) first, then registry methods in registry order."""
-    from eqarena.methods import parse_methods
+    from eqarena.methods import REFERENCE, canonical, parse_methods
 
     items = [m.strip().lower() for m in text.split(",") if m.strip()]
-    rest = [m for m in items if m not in ("elo", "bt")]
+    rest = [m for m in items if canonical(m) != REFERENCE]  # elo or bt: the simulation's Elo
     methods = (["elo"] if len(rest) < len(items) else []) + (list(parse_methods(rest)) if rest else [])
     if not methods:
         raise ValueError("--methods: give at least one method, e.g. elo,ne")

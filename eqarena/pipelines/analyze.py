@@ -17,7 +17,7 @@ from time import perf_counter
 import numpy as np
 import polars as pl
 
-from eqarena.methods import parse_methods, tensor_methods
+from eqarena.methods import SELECTED_NE, parse_methods, tensor_methods
 from eqarena.options import CloneOptions, RiskOptions
 from eqarena.orchestration.steps import run_logger
 from eqarena.report.analysis_headlines import clone_headline, risk_headline, risk_sentence
@@ -118,7 +118,7 @@ def analyze_risk(
     `options.steps` times with step size `options.eta` (paper App. F.4)."""
     t0 = perf_counter()
     game = read_rate_game(db, run_id)
-    return write_computed(db, risk_of(game, read_selected_equilibrium(db, game, "ne"), options, db, t0))
+    return write_computed(db, risk_of(game, read_selected_equilibrium(db, game, SELECTED_NE), options, db, t0))
 
 
 def risk_of(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from eqarena import options as opts
-from eqarena.methods import parse_methods
+from eqarena.methods import SELECTED_NE, parse_methods
 from eqarena.options import Analysis, IngestOptions, MainJobOptions, as_parameters, is_recorded_judge
 from eqarena.orchestration.progress import stage
 from eqarena.orchestration.steps import in_flow_run, run_logger
@@ -85,8 +85,10 @@ def run_analyses(
     `computed`: analyses already computed (`analyses_of`), written here instead of computed again."""
     summaries = {}
     for kind in options.run:
-        if kind is Analysis.RISK and "ne" not in methods:
-            summaries[kind.value] = ["risk analysis skipped: it starts from the run's NE (rate with --methods ne)"]
+        if kind is Analysis.RISK and SELECTED_NE not in methods:
+            summaries[kind.value] = [
+                f"risk analysis skipped: it starts from the run's NE (rate with --methods {SELECTED_NE})"
+            ]
             run_logger().info(summaries[kind.value][0])
         elif kind.value not in skip:
             if computed is not None and kind.value in computed:
@@ -110,8 +112,8 @@ def analyses_of(options: opts.AnalysesOptions, run: SolvedRun, db: str | None = 
             if options.clones.target is None:
                 top = best_king(king_rows([r for s in run.solved for r in s.ratings]), run.run_id)
             out[kind.value] = clones_of(game, options.clones, top, db)
-        elif kind is Analysis.RISK and "ne" in run.methods:
-            ne = next(s for s in run.solved if s.method == "ne")
+        elif kind is Analysis.RISK and SELECTED_NE in run.methods:
+            ne = next(s for s in run.solved if s.method == SELECTED_NE)
             out[kind.value] = risk_of(game, unwritten_marginals(game, run.tensor, ne.equilibrium), options.risk, db)
     return out
 

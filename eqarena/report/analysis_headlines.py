@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from eqarena.messages import ordinal
-from eqarena.methods import label
+from eqarena.methods import REFERENCE, label
 
 TOP_TOLERANCE = 1e-4  # king ratings this close to an equilibrium's best are first too (ranks' rounding)
 SETTLED_SHARE = 0.9  # the top is "not in doubt" when this share of the equilibria agrees
@@ -28,12 +28,13 @@ def clone_headline(robustness: pl.DataFrame, method: str, target: str) -> str:
     ]
     said = ([f"holds with up to {' and '.join(holds)} copies"] if holds else []) + changes
     sentence = f"Robustness: the {label(method)} ranking {', but '.join(said)} of the prompts {target} is weakest on"
-    if method != "bt" and "bt" in robustness["method"].unique().to_list():
-        bt = _largest_unchanged(robustness, "bt", "exact")
+    if method != REFERENCE and REFERENCE in robustness["method"].unique().to_list():
+        bt = _largest_unchanged(robustness, REFERENCE, "exact")
         if bt[2] is not None:
-            sentence += f"; BT's changes at {bt[2]:,} exact copies ({_move(robustness, 'bt', 'exact', target, bt[2])})"
+            moved = _move(robustness, REFERENCE, "exact", target, bt[2])
+            sentence += f"; {label(REFERENCE)}'s changes at {bt[2]:,} exact copies ({moved})"
         else:
-            sentence += "; so does BT's"
+            sentence += f"; so does {label(REFERENCE)}'s"
     exact = held.get("exact")
     verdict = (
         "redundant prompts do not decide this ranking"

@@ -34,14 +34,12 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from eqarena.messages import ordinal
-from eqarena.methods import format_rating, get_method, is_equilibrium, label
+from eqarena.methods import CCE, COMPARED, LEAD_INSTEAD, REFERENCE, format_rating, get_method, is_equilibrium, label
 
 SMALL_PROMPT_SUPPORT = 0.02  # a prompt support under 2% of the prompts is "a handful"
 IMPUTED_MAJORITY = 0.5  # a rating resting more than half on imputed cells
 DECIDING_PROMPTS = 5  # deciding prompts shown
 PAYOFF_MODELS = 3  # kings and rebels shown per deciding prompt
-COMPARED = ("bt", "cce")  # methods the headline is compared with, when the run rated them
-LEAD_INSTEAD = ("cce", "bt")  # methods the answer leads with when the headline cannot rank, first rated first
 FEW_RANKS = 0.5  # fewer distinct ranks than this share of the models: the headline does not order them
 UNCERTAIN_LIMIT = 1e-2  # a limit estimate that last moved this much (L1) leaves the selection open
 
@@ -181,12 +179,12 @@ def diagnose(e: Evidence) -> Diagnosis:
             f"for model pairs no judge compared on those prompts: {shares}{more}."
         )
         unanswered = sorted(r["action"] for r in imputed if e.answered is not None and r["action"] not in e.answered)
-        if "bt" in _methods(e.table) and not unanswered:
+        if REFERENCE in _methods(e.table) and not unanswered:
             advice.append(
                 "BT is fit on the judged battles alone; judge the missing pairs (eqarena judge) before "
                 f"trusting the {name} order"
             )
-        elif "bt" in _methods(e.table):
+        elif REFERENCE in _methods(e.table):
             advice.append(
                 f"BT is fit on the judged battles alone; the dataset holds no answers of {_names(unanswered, limit=4)} "
                 f"to judge the missing pairs with (imported data), so read BT, or import judgments of those pairs, "
@@ -243,7 +241,7 @@ def _disagreement_sentence(e: Evidence, rows: list[dict], model: str, ours: int,
             f"the {their_name} plays it as king (mass {theirs_row['mass']:.0%})"
             + (
                 ", and a CCE can pair a king with the prompts it wins, so a specialist can rate high"
-                if get_method(other).concept == "cce" and theirs < ours
+                if get_method(other).concept == CCE and theirs < ours
                 else ""
             )
         )

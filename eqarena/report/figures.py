@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from eqarena.methods import REFERENCE  # noqa: E402
 from eqarena.methods import colour as method_colour  # noqa: E402
 
 DPI = 110
@@ -53,7 +54,7 @@ def bt_intervals(
     elo: np.ndarray,
     lo: np.ndarray,
     hi: np.ndarray,
-    method: str = "bt",
+    method: str = REFERENCE,
     label: str = "Bradley-Terry",
 ) -> Figure:
     """Ratings with their bootstrap intervals, best on top (a model-rating method's); each interval holds its
@@ -67,7 +68,7 @@ def bt_intervals(
     ax.plot(low, y, "|", high, y, "|", color=colour, markersize=10)
     ax.plot(e, y, "o", color=colour)
     ax.set_yticks(y, [models[k] for k in order])
-    if method == "bt":
+    if method == REFERENCE:  # Elo scale
         ax.axvline(1000, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xlabel("Bradley-Terry rating (Elo scale, mean 1000)")
     else:

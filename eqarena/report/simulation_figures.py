@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
+from eqarena.methods import canonical
 from eqarena.methods import colour as method_colour
 from eqarena.report.figures import plt
 
@@ -13,7 +14,7 @@ SETTING_STYLE = {"initial": "--", "additional": "-"}  # dashed: fixed initial pr
 
 
 def _colour(method: str) -> str:
-    return method_colour("bt" if method == "elo" else method)
+    return method_colour(canonical(method))
 
 
 def entropy_curves(frame: pl.DataFrame, methods: list[str], settings: list[str]) -> Figure:

@@ -9,12 +9,19 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from eqarena.methods import AT_MOST_ZERO, NO_SPREAD, format_interval, format_rating, is_equilibrium, label, ordered
+from eqarena.methods import (
+    AT_MOST_ZERO,
+    HEADLINE,
+    NO_SPREAD,
+    format_interval,
+    format_rating,
+    is_equilibrium,
+    label,
+    ordered,
+)
 
 if TYPE_CHECKING:
     from eqarena.report.diagnosis import Diagnosis
-
-HEADLINE_PREFERENCE = ("ne", "cce")  # the paper's headline ratings, when the run has them
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class Verdict:
 
 def headline_method(methods: list[str]) -> str:
     """NE if the run rated it, else CCE, else its first equilibrium method, else its first method."""
-    for name in HEADLINE_PREFERENCE:
+    for name in HEADLINE:  # the paper's headline ratings, when the run has them
         if name in methods:
             return name
     return next((m for m in methods if is_equilibrium(m)), methods[0])

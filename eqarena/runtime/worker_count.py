@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from eqarena.methods import get_method, parse_methods
+from eqarena.methods import enabled_methods, get_method, parse_methods
 from eqarena.options import MainJobOptions, RateOptions, is_recorded_judge
 
 # Equilibrium solves (replicates x methods x schemes) from which the bootstrap uses worker processes:
@@ -22,10 +22,10 @@ def bootstrap_workers(solves: int) -> int:
 
 
 def chosen_methods(options: RateOptions) -> tuple[str, ...]:
-    """`options.methods` (None: the defaults), with `winrate` when a baseline is named and `bt-style`
-    under style control."""
+    """`options.methods` (None: the defaults), with the methods its options enable (`methods.enabled_methods`:
+    win rate when a baseline is named, style-controlled BT under style control)."""
     methods = parse_methods(options.methods)
-    extra = (("winrate",) if options.baseline is not None else ()) + (("bt-style",) if options.style_control else ())
+    extra = enabled_methods(options)
     return parse_methods(methods + extra) if extra else methods
 
 

@@ -9,6 +9,7 @@ import polars as pl
 
 from eqarena import warehouse
 from eqarena.exceptions import NotFoundError
+from eqarena.methods import HEADLINE, REFERENCE, SELECTED_NE
 from eqarena.orchestration.steps import step
 from eqarena.warehouse.analyses import (
     RunGame,
@@ -57,7 +58,7 @@ def unwritten_marginals(game: RunGame, tensor: PayoffTensor, record: Equilibrium
 
 
 @step("read_selected_equilibrium")
-def read_selected_equilibrium(db: str | None, game: RunGame, method: str = "ne") -> list[np.ndarray]:
+def read_selected_equilibrium(db: str | None, game: RunGame, method: str = SELECTED_NE) -> list[np.ndarray]:
     """The rate run's stored `method` equilibrium: its (prompt, king, rebel) marginals over `game`'s actions."""
     con = warehouse.connect(db, read_only=True)
     try:
@@ -67,7 +68,7 @@ def read_selected_equilibrium(db: str | None, game: RunGame, method: str = "ne")
 
 
 @step("top_model")
-def top_model(db: str | None, run_id: str, methods: tuple[str, ...] = ("ne", "cce", "bt")) -> tuple[str, str]:
+def top_model(db: str | None, run_id: str, methods: tuple[str, ...] = (*HEADLINE, REFERENCE)) -> tuple[str, str]:
     """(model, method): the best king of the first of `methods` the run rated (`best_king`)."""
     con = warehouse.connect(db, read_only=True)
     try:
@@ -78,7 +79,7 @@ def top_model(db: str | None, run_id: str, methods: tuple[str, ...] = ("ne", "cc
 
 
 def best_king(
-    rows: Sequence[RatingRow], run_id: str, methods: tuple[str, ...] = ("ne", "cce", "bt")
+    rows: Sequence[RatingRow], run_id: str, methods: tuple[str, ...] = (*HEADLINE, REFERENCE)
 ) -> tuple[str, str]:
     """(model, method): among the king `rows` of a rate run, the best of the first of `methods` it rated
     (highest rating, then largest equilibrium mass, then name)."""

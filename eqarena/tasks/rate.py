@@ -12,7 +12,7 @@ import numpy as np
 
 from eqarena import warehouse
 from eqarena.datasets.records import DatasetError
-from eqarena.methods import RatingMethod, get_method
+from eqarena.methods import RatingMethod, get_method, uses_option
 from eqarena.options import BootstrapOptions, RateOptions
 from eqarena.orchestration.progress import say
 from eqarena.orchestration.steps import step
@@ -63,7 +63,7 @@ def method_battles(
     (`options.baseline`; default: the model in the most judgments) and, for `bt-style`, the style
     features of each judgment's two answers (solvers.pairwise.style_features, from the stored responses)."""
     out = dict(battles)
-    if "winrate" in methods and len(battles.get("score", ())):
+    if uses_option(methods, "baseline") and len(battles.get("score", ())):
         if options.baseline is not None:
             if options.baseline not in tensor.models:
                 raise LookupError(
@@ -72,7 +72,7 @@ def method_battles(
             out["baseline"] = np.asarray(tensor.models.index(options.baseline))
         else:
             out["baseline"] = np.asarray(most_compared(battles, len(tensor.models)))
-    if "bt-style" in methods and len(battles.get("score", ())):
+    if uses_option(methods, "style_control") and len(battles.get("score", ())):
         with closing(warehouse.connect(db, read_only=True)) as con:
             texts = dataset_response_texts(con, tensor.dataset, list(tensor.models))
         out["style"] = battle_style_features(battles, tensor.prompts, tensor.models, texts)

@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 import polars as pl
 
 from eqarena import warehouse
+from eqarena.methods import canonical, get_method
 from eqarena.runtime.spawning import spawn_context
 from eqarena.runtime.worker_pool import terminate_pool
 from eqarena.solvers.analyses.improvement_path import PathSizes, PathStep, improvement_path, rater
@@ -58,7 +59,7 @@ def run_trials(
             done(job, trial_steps(job[0], job[1], sizes, seed + job[2]))
         return results
     # Equilibrium trials are the slow ones: submit them first so the workers finish together.
-    order = sorted(jobs, key=lambda j: j[0] in ("elo", "bt"))
+    order = sorted(jobs, key=lambda j: not get_method(canonical(j[0])).is_equilibrium)
     context = spawn_context()  # JAX's threads make fork unsafe; the caller's script is not re-run
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     try:

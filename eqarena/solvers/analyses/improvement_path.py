@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from eqarena.methods import get_method
+from eqarena.methods import canonical, get_method
 from eqarena.options import SETTINGS, PathSizes
 
 TIE = 1e-6  # a candidate whose rating is within TIE of the best model's is top-ranked
@@ -82,7 +82,7 @@ def rater(name: str) -> Rater:
     """The rater of a registry method (`elo` is `bt`): equilibrium methods rate prompts and models by
     their deviation gains (eq. 1) at the method's equilibrium of `KothGame(u_king)`; a model-rating
     method rates models by its fit of u_king alone and prompts by separability."""
-    method = get_method("bt" if name == "elo" else name)
+    method = get_method(canonical(name))
     if method.is_equilibrium:
         from eqarena.solvers.games.normal_form import KothGame
 

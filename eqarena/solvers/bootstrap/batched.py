@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from eqarena.methods import get_method
+from eqarena.methods import NASH, get_method
 from eqarena.solvers._rows import identical_rows
 from eqarena.solvers.bootstrap.replicates import prompt_replicate, replicate_game, solve_king_ratings
 from eqarena.solvers.cce.batched import batched_cce
@@ -49,7 +49,7 @@ def batched_replicates(solver, method: str, scheme: str, replicates: int | range
     target), and how many needed the one-by-one fallback."""
     indices = range(replicates) if isinstance(replicates, int) else replicates
     u = solver.u_king
-    if get_method(method).concept == "nash":
+    if get_method(method).concept == NASH:
         # A worker's unit on one lane, not vmapped: its attempts branch (`_batched_trace._attempt`) and
         # no lane idles until the longest trace ends.
         lanes = LANES if isinstance(replicates, int) else 1

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eqarena.methods import get_method
+from eqarena.methods import CCE, NASH, get_method
 from eqarena.solvers.bootstrap.intervals import rating_interval
 from eqarena.solvers.bootstrap.replicates import (  # noqa: F401  (one replicate's game and solve, re-exported)
     SCHEMES,
@@ -211,7 +211,7 @@ class ReplicateSolver:
 
     def _solve(self, method: str, scheme: str, replicates: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """King ratings (n, M) and exploitability (n,) of `method` on each of `replicates`."""
-        if self.batch_units and _batchable(method) and get_method(method).concept == "nash":  # CCE: one by one
+        if self.batch_units and _batchable(method) and get_method(method).concept == NASH:  # CCE: one by one
             from eqarena.solvers.bootstrap.batched import batched_replicates
 
             ratings, expl, _ = batched_replicates(self, method, scheme, replicates)
@@ -230,7 +230,7 @@ def _full_multipliers(method: str, u_king: np.ndarray) -> list[np.ndarray]:
 def _batchable(method: str) -> bool:
     """Whether `method` has a batched solver: a CCE or NE method with the affinity or uniform target."""
     spec = get_method(method)
-    return spec.concept in ("cce", "nash") and spec.target in ("affinity", "uniform")
+    return spec.concept in (CCE, NASH) and spec.target in ("affinity", "uniform")
 
 
 UnitMap = Callable[[ReplicateSolver, Sequence[Unit]], Iterable[UnitResult]]
@@ -337,62 +337,77 @@ def bootstrap_ratings(
     units = [
         (g, s, b, min(b + chunk, replicates)) for b in range(0, replicates, chunk) for s in schemes for g in groups
     ]
-    collected: dict[tuple[str, str], list] = {}
-    fallbacks: dict[tuple[str, str], int] = {}
-    per_block = len(schemes) * len(groups) or 1  # units per block of replicates
+    blocks = _Blocks(replicates, chunk, len(schemes) * len(groups) or 1, progress, deadline)
     watch = _SettleWatch(settling, confidence) if settling and not together else None
+    collected, stopped = _collect(map_units(solver, units) if units else iter(()), blocks, watch)
+    fallbacks: dict[tuple[str, str], int] = {}
+    for m in [m for m in methods if m in together]:
+        from eqarena.solvers.bootstrap.batched import batched_replicates
+
+        for s in schemes:
+            start = time.perf_counter()
+            r, e, fallbacks[(m, s)] = batched_replicates(solver, m, s, replicates)
+            collected[(m, s)] = [(0, r, e, time.perf_counter() - start)]
+    out = []
+    for m in methods:
+        rating = full[m] if full is not None and m in full else solve_king_ratings(m, solver.u_king)[0]
+        for s in schemes:
+            out.append(_summary(m, s, collected[(m, s)], rating, confidence))
+            out[-1].diagnostics.update(batched=(m, s) in fallbacks, fallback=fallbacks.get((m, s), 0), stopped=stopped)
+    return out
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """How units complete into blocks of replicates: `chunk` replicates a unit, `per_block` units a block
+    (every method group and scheme); what to call with each block done, and when the time is up."""
+
+    replicates: int
+    chunk: int
+    per_block: int
+    progress: Callable[[int], None] | None
+    deadline: float | None
+
+
+def _collect(results: Iterable[UnitResult], blocks: _Blocks, watch: _SettleWatch | None) -> tuple[dict, str]:
+    """The units' solves by (method, scheme), as (first replicate, ratings, exploitability, seconds), and why
+    the bootstrap stopped: all replicates, settled (`watch`) or the time limit, checked after each block of
+    replicates; stopped early, only the replicates below the last whole block are kept."""
+    collected: dict[tuple[str, str], list] = {}
     done, finished, stopped = 0, 0, "all replicates"
-    results = map_units(solver, units) if units else iter(())
     try:
         for unit_methods, scheme, first, solved in results:
             for method, (r, e, sec) in zip(unit_methods, solved):
                 collected.setdefault((method, scheme), []).append((first, r, e, sec))
             finished += 1
-            if finished % per_block:
+            if finished % blocks.per_block:
                 continue
-            done = min(first + chunk, replicates)  # units complete in order: every replicate below is done
-            if progress is not None:
-                progress(done)
-            if watch is not None and done < replicates and watch.settled(done, collected):
-                stopped = (
-                    f"settled: the bounds moved less than {settling.tol:g} of the intervals' width (root mean square)"
-                )
+            done = min(first + blocks.chunk, blocks.replicates)  # units complete in order: all below are done
+            if blocks.progress is not None:
+                blocks.progress(done)
+            if done < blocks.replicates and watch is not None and watch.settled(done, collected):
+                tol = watch.settling.tol
+                stopped = f"settled: the bounds moved less than {tol:g} of the intervals' width (root mean square)"
                 break
-            if deadline is not None and done < replicates and time.perf_counter() > deadline and done >= 2:
-                stopped = "time limit: the replicates done when the bootstrap's time ran out"
-                break
+            if blocks.deadline is not None and done < blocks.replicates and time.perf_counter() > blocks.deadline:
+                if done >= 2:
+                    stopped = "time limit: the replicates done when the bootstrap's time ran out"
+                    break
     finally:  # settled, or an error or interrupt raised here: a worker pool's map stops its workers now
         close = getattr(results, "close", None)
         if close is not None:
             close()
     if stopped != "all replicates":
         collected = {key: [p for p in parts if p[0] < done] for key, parts in collected.items()}
-    for m in methods:
-        for s in schemes:
-            if m in together:
-                from eqarena.solvers.bootstrap.batched import batched_replicates
+    return collected, stopped
 
-                start = time.perf_counter()
-                r, e, fallbacks[(m, s)] = batched_replicates(solver, m, s, replicates)
-                collected[(m, s)] = [(0, r, e, time.perf_counter() - start)]
-    out = []
-    for m in methods:
-        rating = full[m] if full is not None and m in full else solve_king_ratings(m, solver.u_king)[0]
-        for s in schemes:
-            parts = sorted(collected[(m, s)], key=lambda p: p[0])
-            out.append(
-                summarise(
-                    m,
-                    s,
-                    np.concatenate([p[1] for p in parts]),
-                    np.concatenate([p[2] for p in parts]),
-                    rating,
-                    confidence,
-                    sum(p[3] for p in parts),
-                )
-            )
-            out[-1].diagnostics.update(batched=(m, s) in fallbacks, fallback=fallbacks.get((m, s), 0), stopped=stopped)
-    return out
+
+def _summary(method: str, scheme: str, parts: list, rating: np.ndarray, confidence: float) -> BootstrapRatings:
+    """`summarise` of one (method, scheme)'s collected units, in replicate order."""
+    parts = sorted(parts, key=lambda p: p[0])
+    ratings = np.concatenate([p[1] for p in parts])
+    exploitability = np.concatenate([p[2] for p in parts])
+    return summarise(method, scheme, ratings, exploitability, rating, confidence, sum(p[3] for p in parts))
 
 
 _WIDTH_FLOOR = 1e-3  # intervals narrower than this count as this wide (a point mass settles at once)

@@ -22,7 +22,7 @@ TOY_METHODS = (
     ("NE (uniform)", lambda g: nash(g, target="uniform")),
     ("CCE (affinity)", lambda g: cce(g, target="affinity")),
     ("CCE (uniform)", lambda g: cce(g, target="uniform")),
-    ("deviation", deviation),
+    ("Deviation ratings", deviation),
 )
 
 
