@@ -54,5 +54,5 @@ def test_the_command_prints_every_table_and_the_clone_lines():
         assert f"\n{title}\n" in "\n" + "\n".join(line.strip() for line in result.output.splitlines()) + "\n"
     assert "Straight (clone)" in result.output and "…" not in result.output  # nothing cut at 80 columns
     chicken = next(line for line in result.output.splitlines() if line.startswith("clone invariance, chicken"))
-    assert "NE (affinity) unchanged" in chicken and "deviation unchanged" in chicken
+    assert "NE (affinity) unchanged" in chicken and "Deviation ratings unchanged" in chicken
     assert "CCE (uniform) moved by" in chicken
