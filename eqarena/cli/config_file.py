@@ -119,8 +119,8 @@ def _value(ctx: typer.Context, path: Path, key: str, option, value):
 
 
 def _siblings(ctx: typer.Context) -> dict:
-    group = ctx.parent.command if ctx.parent is not None else None
-    if not hasattr(group, "get_command"):
+    get_command = getattr(ctx.parent.command, "get_command", None) if ctx.parent is not None else None
+    if get_command is None:
         return {}
-    found = {name: group.get_command(ctx, name) for name in CONFIG_COMMANDS}
+    found = {name: get_command(ctx, name) for name in CONFIG_COMMANDS}
     return {name: command for name, command in found.items() if command is not None}
