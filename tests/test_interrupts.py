@@ -194,9 +194,11 @@ def test_ctrl_c_at_a_terminal_stops_the_main_job_quietly(warehouse, moment):
 
 
 STARTING_WORKER = """
-import time
+import signal, time
+# Python's own SIGINT handler, as an interpreter started with SIGINT at its default has it (one started by
+# a test runner that ignores SIGINT would inherit the ignoring, and the unheld case would test nothing)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 time.sleep(1.0)  # a worker's interpreter still starting, before its first import of eqarena
-import signal
 import eqarena
 print(
     signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set()),
