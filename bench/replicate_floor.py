@@ -157,16 +157,17 @@ def cce_replicates(u, n: int, seed: int) -> tuple[float, dict[str, float]]:
     from eqarena.solvers.bootstrap.replicates import _distinct_game, prompt_replicate
     from eqarena.solvers.cce import dual
     from eqarena.solvers.cce.max_entropy import _WORKING_SET
+    from eqarena.solvers.games.equilibrium import solve_equilibrium
     from eqarena.solvers.games.normal_form import koth_game
 
     method = get_method("cce")
-    full = method.equilibrium(koth_game(u)).multipliers
+    full = solve_equilibrium(method, koth_game(u)).multipliers
     steps = []
     for b in range(n):
         idx = prompt_replicate(len(u), seed, b)
         ub, target, rows = _distinct_game("cce", u[idx])
         start = [full[0][idx][rows], full[1], full[2]]
-        steps.append(method.equilibrium(koth_game(ub), target, start).steps)
+        steps.append(solve_equilibrium(method, koth_game(ub), target, start).steps)
 
     ub, _, _ = _distinct_game("cce", u[prompt_replicate(len(u), seed, 0)])
     p, m, _ = ub.shape

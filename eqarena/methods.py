@@ -22,18 +22,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from eqarena.exceptions import OptionError
 
-if TYPE_CHECKING:
-    from eqarena.solvers.games.equilibrium import Equilibrium
-    from eqarena.solvers.games.normal_form import KothGame
-
 Battles = Mapping[str, np.ndarray]
-KING = 1  # the king player's index in the king-of-the-hill game (solvers.games.normal_form.KING)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +63,7 @@ class RatingMethod:
     description: str
     concept: str
     target: str | None = None
-    solve: Callable[..., Equilibrium] | str | None = None
+    solve: Callable[..., Any] | str | None = None  # (game, target=, start=) -> solvers.games.Equilibrium
     fit: Callable[[np.ndarray, Battles | None, int, int], ModelFit] | str | None = None
     default: bool = True
     rating_format: str = "+.3f"
@@ -86,29 +81,12 @@ class RatingMethod:
     def is_equilibrium(self) -> bool:
         return self.solve is not None
 
-    def equilibrium(self, game: KothGame, target=None, start=None) -> Equilibrium:
-        """The method's equilibrium of `game`, selected by `target` (default: the method's); from the
-        multipliers `start` where the method `warm_starts` (ignored elsewhere)."""
-        options = {"start": start} if start is not None and self.warm_starts else {}
-        return _resolve(self.solve)(game, target=self.target if target is None else target, **options)
-
     def model_fit(self, u_king, battles: Battles | None = None, bootstrap: int = 0, seed: int = 0) -> ModelFit:
         """A model-rating method's fit of u_king (P, M, M) (and the battles behind it, if known)."""
-        return _resolve(self.fit)(np.asarray(u_king, dtype=np.float64), battles, bootstrap, seed)
-
-    def king_ratings(self, u_king, battles: Battles | None = None) -> tuple[np.ndarray, float | None]:
-        """King-model ratings (M,) of u_king (P, M, M) and the equilibrium's exploitability (None for
-        a model-rating method)."""
-        u = np.asarray(u_king, dtype=np.float64)
-        if self.solve is not None:
-            from eqarena.solvers.games.normal_form import koth_game
-
-            eq = self.equilibrium(koth_game(u))
-            return np.asarray(eq.ratings[KING], dtype=np.float64), float(eq.exploitability)
-        return np.asarray(self.model_fit(u, battles).ratings, dtype=np.float64), None
+        return resolve(self.fit)(np.asarray(u_king, dtype=np.float64), battles, bootstrap, seed)
 
 
-def _resolve(function):
+def resolve(function):
     """A callable, or the callable a "module:attribute" string names (imported on first use)."""
     if isinstance(function, str):
         module, _, name = function.partition(":")

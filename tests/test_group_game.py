@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from eqarena.cli.app import app
 from eqarena.methods import get_method
 from eqarena.solvers.bootstrap.confidence import bootstrap_ratings
+from eqarena.solvers.games.equilibrium import solve_equilibrium
 from eqarena.solvers.games.normal_form import KING, koth_game
 from eqarena.solvers.sparse.group_game import GroupBattles, GroupCells, GroupReplicates, group_game
 
@@ -98,12 +99,12 @@ def test_clones_of_a_group_leave_the_affinity_equilibrium_unchanged(method):
     moved = np.max(np.abs(game.u_king[:3] - base.u_king))
     assert 0.0 < moved < 2e-3
     spec = get_method(method)
-    before = spec.equilibrium(koth_game(base.u_king))
+    before = solve_equilibrium(spec, koth_game(base.u_king))
     # as actions of the game, exact copies of a group change nothing (the affinity target's clone invariance)
-    copies = spec.equilibrium(koth_game(np.concatenate([base.u_king, base.u_king[[2, 2]]])))
+    copies = solve_equilibrium(spec, koth_game(np.concatenate([base.u_king, base.u_king[[2, 2]]])))
     np.testing.assert_allclose(copies.ratings[KING], before.ratings[KING], atol=1e-6)
     # through the log, only by what the shared fit moved
-    after = spec.equilibrium(koth_game(game.u_king))
+    after = solve_equilibrium(spec, koth_game(game.u_king))
     np.testing.assert_allclose(after.ratings[KING], before.ratings[KING], atol=5 * moved)
     assert max(after.exploitability, copies.exploitability) <= 1e-6
 

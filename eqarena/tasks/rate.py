@@ -21,6 +21,7 @@ from eqarena.runtime.worker_count import bootstrap_workers
 from eqarena.runtime.worker_pool import process_map
 from eqarena.solvers.analyses.contributions import contributions
 from eqarena.solvers.bootstrap.confidence import SCHEMES, Settling, bootstrap_ratings
+from eqarena.solvers.games.equilibrium import solve_equilibrium
 from eqarena.solvers.games.normal_form import KING, KOTH_PLAYER_NAMES, REBEL, koth_game
 from eqarena.solvers.pairwise.style_features import battle_style_features
 from eqarena.solvers.pairwise.win_rate import most_compared
@@ -174,7 +175,7 @@ def _restated(twin: Solved, method: RatingMethod) -> Solved:
 def _solve_equilibrium(tensor: PayoffTensor, method: RatingMethod) -> Solved:
     start = time.perf_counter()
     game = koth_game(tensor.u_king)
-    eq = method.equilibrium(game)
+    eq = solve_equilibrium(method, game)
     delta = np.asarray(contributions(game, eq, KING, REBEL))
     seconds = time.perf_counter() - start
     actions = (tensor.prompts, tensor.models, tensor.models)

@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from eqarena.methods import get_method, label, method_names
+from eqarena.solvers.games.equilibrium import king_ratings
 
 VARIANTS = ("exact", "noisy")
 DEFAULT_TIE_TOL = 1e-4
@@ -136,7 +137,7 @@ def solve_method(method: str, u_king) -> tuple[np.ndarray, float | None]:
     (None for a model-rating method). Model-rating methods such as Bradley-Terry see the tensor's
     battles (`solvers.pairwise.bradley_terry.tensor_battles`), so every cloned prompt adds battles
     (paper Section 4.2)."""
-    return get_method(method).king_ratings(_check_tensor(u_king))
+    return king_ratings(get_method(method), _check_tensor(u_king))
 
 
 def _grid(ns: Iterable[int]) -> list[int]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from eqarena.methods import canonical, get_method
 from eqarena.options import SETTINGS, PathSizes
+from eqarena.solvers.games.equilibrium import solve_equilibrium
 
 TIE = 1e-6  # a candidate whose rating is within TIE of the best model's is top-ranked
 
@@ -87,7 +88,7 @@ def rater(name: str) -> Rater:
         from eqarena.solvers.games.normal_form import KothGame
 
         def solve(prompts, models):
-            return method.equilibrium(KothGame(king_tensor(prompts, models)))
+            return solve_equilibrium(method, KothGame(king_tensor(prompts, models)))
 
         return Rater(
             name,

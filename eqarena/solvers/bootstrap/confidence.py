@@ -222,9 +222,10 @@ class ReplicateSolver:
 
 def _full_multipliers(method: str, u_king: np.ndarray) -> list[np.ndarray]:
     """The dual multipliers of `method`'s equilibrium of the full data, one per action of each player."""
+    from eqarena.solvers.games.equilibrium import solve_equilibrium
     from eqarena.solvers.games.normal_form import koth_game
 
-    return get_method(method).equilibrium(koth_game(u_king)).multipliers
+    return solve_equilibrium(get_method(method), koth_game(u_king)).multipliers
 
 
 def _batchable(method: str) -> bool:

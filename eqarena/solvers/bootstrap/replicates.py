@@ -15,6 +15,7 @@ import numpy as np
 
 from eqarena.methods import get_method
 from eqarena.solvers._rows import identical_rows
+from eqarena.solvers.games.equilibrium import solve_equilibrium
 from eqarena.solvers.games.normal_form import KING, koth_game
 
 SCHEMES = ("prompts", "judgments")
@@ -149,5 +150,5 @@ def solve_king_ratings(method: str, u_king: np.ndarray, start=None) -> tuple[np.
     u, target, rows = _distinct_game(method, u_king)
     if start is not None:
         start = [np.asarray(start[0])[rows], start[1], start[2]]
-    eq = get_method(method).equilibrium(koth_game(u), target, start)
+    eq = solve_equilibrium(get_method(method), koth_game(u), target, start)
     return np.asarray(eq.ratings[KING], dtype=np.float64), float(eq.exploitability)
