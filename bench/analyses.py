@@ -3,7 +3,7 @@
     uv run python bench/analyses.py [--prompts 500] [--models 17] [--equilibria 128] [--seed 0]
 
 The game is `synthetic_king_tensor(P, M, seed)`. Each analysis runs the same steps as its flow
-(eqarena/flows/analyze.py), without Prefect: clones over the default grid (0, 250, 500 exact and 0 .. 1000
+(the analyze flows of eqarena/flows.py), without Prefect: clones over the default grid (0, 250, 500 exact and 0 .. 1000
 noisy copies, every method), then risk (pure NEs, K diverse NEs around the LLE, uniform and iterated
 priors), each written to a temporary DuckDB warehouse. The reference row is one NE + one CCE solve of
 the original game, measured in the same run: the "x reference" column compares with it.

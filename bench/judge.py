@@ -236,7 +236,7 @@ def judge_flow_run(
     """One judge flow run of a `calls`-call plan (5 models, 2 samples per order: 40 calls per prompt)."""
     from itertools import permutations
 
-    from eqarena.flows.judge import judge_flow
+    from eqarena.flows import judge_flow
 
     models = ["m1", "m2", "m3", "m4", "m5"]
     prompts = [str(p) for p in range(1, calls // 40 + 1)]

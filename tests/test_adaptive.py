@@ -247,7 +247,7 @@ def test_same_seed_same_run(strategy):
 
 def test_adaptive_flow_with_the_replay_judge(prefect_harness, tmp_path):
     from eqarena import warehouse
-    from eqarena.flows.judge import adaptive_judge_flow
+    from eqarena.flows import adaptive_judge_flow
     from eqarena.tasks import ingest
 
     db = tmp_path / "prd.duckdb"
@@ -285,7 +285,7 @@ def test_adaptive_rounds_against_a_provider_over_http(prefect_harness, tmp_path)
     from judging import judge_options
 
     from eqarena import warehouse
-    from eqarena.flows.judge import adaptive_judge_flow
+    from eqarena.flows import adaptive_judge_flow
     from eqarena.options import AdaptiveOptions
 
     quality = {"m1": 0.1, "m2": 0.05, "m3": 0.0, "m4": -0.05}  # close: the ranking stays in doubt for rounds
@@ -321,7 +321,7 @@ def test_adaptive_rounds_send_the_runs_sampling_options_and_rate_limits(prefect_
     from judging import judge_options
 
     from eqarena import warehouse
-    from eqarena.flows.judge import adaptive_judge_flow
+    from eqarena.flows import adaptive_judge_flow
     from eqarena.options import AdaptiveOptions, GenerationOptions
 
     quality = {"m1": 0.1, "m2": 0.05, "m3": -0.05}

@@ -30,8 +30,7 @@ SMALL = dict(ns_exact=[0, 40, 80], ns_noisy=[0, 40])
 
 @pytest.fixture(scope="module")
 def rated(tmp_path_factory, prefect_harness):
-    from eqarena.flows.ingest import ingest_flow
-    from eqarena.flows.rate import rate_flow
+    from eqarena.flows import ingest_flow, rate_flow
 
     db = str(tmp_path_factory.mktemp("analyses") / "eqarena.duckdb")
     ingest_flow(IngestOptions(source="vicuna80"), db)
@@ -41,7 +40,7 @@ def rated(tmp_path_factory, prefect_harness):
 
 @pytest.fixture(scope="module")
 def clones(rated):
-    from eqarena.flows.analyze import clones_flow
+    from eqarena.flows import clones_flow
 
     db, rate_run = rated
     return clones_flow(CloneOptions(**SMALL), rate_run, db)
@@ -49,7 +48,7 @@ def clones(rated):
 
 @pytest.fixture(scope="module")
 def risk(rated):
-    from eqarena.flows.analyze import risk_flow
+    from eqarena.flows import risk_flow
 
     db, rate_run = rated
     return risk_flow(RiskOptions(equilibria=16, seed=3), rate_run, db)
@@ -124,7 +123,7 @@ def test_copies_are_named_and_never_enter_the_prompts_table(rated, clones):
 
 
 def test_a_seed_reproduces_the_analysis(rated, clones):
-    from eqarena.flows.analyze import clones_flow
+    from eqarena.flows import clones_flow
 
     db, rate_run = rated
     again = clones_flow(CloneOptions(**SMALL), rate_run, db)
@@ -208,8 +207,7 @@ def test_risk_rows_rank_distinct_equilibria_with_the_selected_first(rated, risk)
 
 
 def test_report_shows_both_sections_only_when_the_tables_exist(rated, clones, risk, tmp_path):
-    from eqarena.flows.rate import rate_flow
-    from eqarena.flows.report import report_flow
+    from eqarena.flows import rate_flow, report_flow
 
     db, rate_run = rated
     text = report_flow(rate_run, str(tmp_path), db).read_text(encoding="utf-8")
@@ -312,8 +310,7 @@ def test_analyze_clones_command(rated, tmp_path):
 def test_analyze_defaults_to_the_latest_rate_run_of_the_dataset(rated, tmp_path, prefect_harness):
     import shutil
 
-    from eqarena.flows.importing import import_flow
-    from eqarena.flows.rate import rate_flow
+    from eqarena.flows import import_flow, rate_flow
     from eqarena.options import ImportFormat, ImportOptions
 
     source, _ = rated

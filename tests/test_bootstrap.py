@@ -477,8 +477,7 @@ def test_judgment_intervals_cover_the_ratings_of_the_expected_game(method, seeds
 
 
 def test_rate_run_writes_and_reads_back_the_tables(prefect_harness, tmp_path):
-    from eqarena.flows.ingest import ingest_flow
-    from eqarena.flows.rate import rate_flow
+    from eqarena.flows import ingest_flow, rate_flow
 
     db = str(tmp_path / "w.duckdb")
     ingest_flow(IngestOptions(source="vicuna80"), db)

@@ -13,7 +13,7 @@ from ingest_inputs import answer_record, read_lines, snapshot, write_arena_dir, 
 
 from eqarena import warehouse
 from eqarena.datasets.bundled import SEEDS_DIR
-from eqarena.flows.ingest import ingest_flow
+from eqarena.flows import ingest_flow
 from eqarena.options import IngestOptions
 
 pytestmark = pytest.mark.unit

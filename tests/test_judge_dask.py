@@ -13,7 +13,7 @@ from fake_llm_server import FakeLLMServer, plant_dataset
 from judging import judge_options
 
 from eqarena import warehouse
-from eqarena.flows.judge import judge_flow
+from eqarena.flows import judge_flow
 from eqarena.options import RetryPolicy, RunnerOptions
 
 QUALITY = {"m1": 0.9, "m2": 0.3, "m3": 0.0, "m4": -0.3, "m5": -0.9}

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from eqarena import warehouse
 from eqarena.cli.app import app
-from eqarena.flows.judge import judge_flow
+from eqarena.flows import judge_flow
 from eqarena.options import RunnerOptions
 from eqarena.tasks.judge_plan import plan_judge_run
 from eqarena.warehouse.tensor import assemble_tensor

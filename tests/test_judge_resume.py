@@ -17,7 +17,7 @@ from fake_llm_server import FakeLLMServer, plant_dataset
 from judging import judge_options
 
 from eqarena import warehouse
-from eqarena.flows.judge import judge_flow
+from eqarena.flows import judge_flow
 from eqarena.judge.batch import BatchJudge
 from eqarena.judge.inputs import read_inputs
 from eqarena.judge.plan import plan_missing

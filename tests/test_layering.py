@@ -105,7 +105,7 @@ def test_the_parser_reads_rows_and_ignores_annotation_only_imports():
     source = (
         "from typing import TYPE_CHECKING\nfrom eqarena import warehouse, options\n"
         "import eqarena.solvers.nash.limiting_logit\nif TYPE_CHECKING:\n    from eqarena.tasks.rate import X\n"
-        "def f():\n    from eqarena.flows.run import run_flow\n"
+        "def f():\n    from eqarena.flows import run_flow\n"
     )
     assert imported_rooms(source) == {"warehouse", "options", "solvers", "flows"}
 

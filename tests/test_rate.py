@@ -51,8 +51,7 @@ def prd_csv(source_data):
 
 @pytest.fixture(scope="module")
 def vicuna(prefect_harness, tmp_path_factory):
-    from eqarena.flows.ingest import ingest_flow
-    from eqarena.flows.rate import rate_flow
+    from eqarena.flows import ingest_flow, rate_flow
 
     db = str(tmp_path_factory.mktemp("rate") / "eqarena.duckdb")
     ingest_flow(IngestOptions(source="vicuna80"), db)
@@ -307,7 +306,7 @@ def test_every_stored_interval_holds_the_rating_beside_it(vicuna):
 
 
 def test_pooled_prd_judges(vicuna, prefect_harness, prd_csv):
-    from eqarena.flows.rate import rate_flow
+    from eqarena.flows import rate_flow
 
     db, first = vicuna
     pooled = rate_flow(
@@ -344,7 +343,7 @@ def _table_counts(db):
 
 
 def test_incomplete_tensor_is_refused_and_nothing_is_written(prefect_harness, tmp_path):
-    from eqarena.flows.rate import rate_flow
+    from eqarena.flows import rate_flow
 
     db = str(tmp_path / "w.duckdb")
     _incomplete_db(db)

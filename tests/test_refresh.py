@@ -51,7 +51,7 @@ def arena_dir(root: Path, models: list[str]) -> Path:
 
 
 def test_refresh_judges_only_what_is_new(prefect_harness, tmp_path):
-    from eqarena.flows.refresh import refresh_flow
+    from eqarena.flows import refresh_flow
     from eqarena.options import AnalysesOptions, BootstrapOptions, MainJobOptions, RateOptions
 
     data = arena_dir(tmp_path / "arena", ["strong-1", "middle-2", "weak-3"])

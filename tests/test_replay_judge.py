@@ -11,7 +11,7 @@ from conftest import query
 from judging import judge_options
 
 from eqarena import warehouse
-from eqarena.flows.judge import judge_flow
+from eqarena.flows import judge_flow
 from eqarena.judge.judges import make_judge_provider
 from eqarena.judge.replay import RecordingMissing, ReplayProvider
 from eqarena.judge.templates import load_template

@@ -104,8 +104,7 @@ class ReportParser(HTMLParser):
 def rated(prefect_harness, tmp_path_factory):
     """A synthetic 12-prompt x 4-model warehouse with one incomplete prompt, rated by every method
     (drop-prompts), then reported."""
-    from eqarena.flows.rate import rate_flow
-    from eqarena.flows.report import report_flow
+    from eqarena.flows import rate_flow, report_flow
 
     tmp = tmp_path_factory.mktemp("report")
     db = str(tmp / "w.duckdb")

@@ -218,7 +218,7 @@ def test_the_report_shows_exploitability(demo):
 
 
 def test_second_run_pools_all_prd_judges_and_ingests_nothing_new(demo, prefect_harness):
-    from eqarena.flows.run import run_flow
+    from eqarena.flows import run_flow
     from eqarena.options import AnalysesOptions, BootstrapOptions, MainJobOptions, RateOptions
 
     tmp, _ = demo

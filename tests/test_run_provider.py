@@ -48,7 +48,7 @@ def server():
 
 
 def test_run_judges_rates_and_reports_with_a_provider(prefect_harness, tmp_path, server):
-    from eqarena.flows.run import run_flow
+    from eqarena.flows import run_flow
     from eqarena.options import BootstrapOptions, MainJobOptions, RateOptions
 
     data = _arena_dir(tmp_path / "tiny-arena")

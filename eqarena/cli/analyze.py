@@ -64,7 +64,9 @@ def _finish(result, out: Path, db: Optional[Path]) -> None:
         f"{result.kind} run {result.run_id} (of rate run {result.source_run_id}, {result.seconds:.1f} s) "
         f"written to {warehouse_file(db)}"
     )
-    path = run_pipeline("report", result.source_run_id, str(out), db_option(db))
+    from eqarena.pipelines.report import report as report_pipeline
+
+    path = run_pipeline(report_pipeline, result.source_run_id, str(out), db_option(db))
     say(f"HTML report updated: {Path(path).resolve()}")
 
 
@@ -95,7 +97,9 @@ def analyze_clones(
     options = CloneOptions(
         target=target, lam=lam, seed=seed, ns_exact=tuple(ns_exact), ns_noisy=tuple(ns_noisy), noise=noise
     )
-    result = run_pipeline("analyze-clones", options, source_run(run, dataset, db), db_option(db))
+    from eqarena.pipelines.analyze import analyze_clones as analyze_clones_pipeline
+
+    result = run_pipeline(analyze_clones_pipeline, options, source_run(run, dataset, db), db_option(db))
     _finish(result, out, db)
 
 
@@ -117,7 +121,12 @@ def analyze_risk(
     wait: Optional[float] = WAIT,
 ) -> None:
     """Pure Nash equilibria, many mixed ones, and how risky each is when players miscoordinate."""
+    from eqarena.pipelines.analyze import analyze_risk as analyze_risk_pipeline
+
     result = run_pipeline(
-        "analyze-risk", RiskOptions(equilibria=equilibria, seed=seed), source_run(run, dataset, db), db_option(db)
+        analyze_risk_pipeline,
+        RiskOptions(equilibria=equilibria, seed=seed),
+        source_run(run, dataset, db),
+        db_option(db),
     )
     _finish(result, out, db)

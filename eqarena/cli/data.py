@@ -42,7 +42,9 @@ def ingest(
     with options_errors():
         limits = InputLimits(models=max_models, name_chars=max_name_chars, text_chars=max_text_chars)
     options = IngestOptions(source=source, name=name, replace=replace, limits=limits)
-    summary = run_pipeline("ingest", options, db_option(db))
+    from eqarena.pipelines.ingest import ingest as ingest_pipeline
+
+    summary = run_pipeline(ingest_pipeline, options, db_option(db))
     print_changes("ingest", summary)
 
 
@@ -151,7 +153,9 @@ def import_data(
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise FileNotFoundError(f"{missing[0]}: no such file or directory")
-    result = run_pipeline("import", options, db_option(db))
+    from eqarena.pipelines.importing import import_data as import_data_pipeline
+
+    result = run_pipeline(import_data_pipeline, options, db_option(db))
     for note in result.notes:
         typer.secho(terminal_safe(f"note: {note}"), fg="yellow", err=True)
     print_changes("import", result.summary)

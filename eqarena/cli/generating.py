@@ -186,7 +186,9 @@ def generate(
             for line in summary.lines():
                 say(line)
         return
-    outcome = run_pipeline("generate", options, db_option(db), sys.stderr.isatty() and not as_json)
+    from eqarena.pipelines.generate import generate as generate_pipeline
+
+    outcome = run_pipeline(generate_pipeline, options, db_option(db), sys.stderr.isatty() and not as_json)
     if as_json:
         say(json.dumps(asdict(outcome), indent=2))
         return

@@ -290,7 +290,9 @@ def judge(
         outcome = plan_judge_run(options, db_option(db))
         say(json.dumps(asdict(outcome.plan), indent=2)) if as_json else print_plan(outcome.plan)
     else:
-        outcome = run_pipeline("judge", options, db_option(db), sys.stderr.isatty() and not as_json)
+        from eqarena.pipelines.judge import judge as judge_pipeline
+
+        outcome = run_pipeline(judge_pipeline, options, db_option(db), sys.stderr.isatty() and not as_json)
         if as_json:
             say(json.dumps(_outcome_json(outcome), indent=2))
         else:
@@ -324,7 +326,9 @@ def _outcome_json(outcome) -> dict:
 
 
 def _judge_adaptively(options: JudgeOptions, db: Optional[Path], as_json: bool) -> None:
-    result = run_pipeline("judge-adaptive", options, db_option(db))
+    from eqarena.pipelines.judge import judge_adaptive as judge_adaptive_pipeline
+
+    result = run_pipeline(judge_adaptive_pipeline, options, db_option(db))
     if as_json:
         say(json.dumps(asdict(result), indent=2))
         return

@@ -132,7 +132,9 @@ def run(
         workers_ahead(planned_main_job_workers(options)),
         said_if_interrupted(f"run {KEPT_ON_INTERRUPT}"),
     ):
-        summary = run_pipeline("run", options, db_option(db))
+        from eqarena.pipelines.run import main_job as main_job_pipeline
+
+        summary = run_pipeline(main_job_pipeline, options, db_option(db))
     print_model_ratings(db, summary.rate_run_id)
     if options.rate.by is not None:
         print_group_ratings(db, summary.rate_run_id)
@@ -168,7 +170,9 @@ def refresh(
     )
 
     with cli_errors(LookupError), said_if_interrupted(f"refresh {KEPT_ON_INTERRUPT}"):
-        summary = run_pipeline("refresh", options, db_option(db), wait)
+        from eqarena.pipelines.refresh import refresh as refresh_pipeline
+
+        summary = run_pipeline(refresh_pipeline, options, db_option(db), wait)
     if summary.new_rate_run:  # read while the refresh held the warehouse: another run may write it now
         print_model_ratings(db, summary.rate_run_id)
         if options.rate.by is not None:
@@ -201,7 +205,7 @@ def serve(
     PREFECT_API_URL at a Prefect server (`prefect server start`) to keep runs, logs and schedules in its UI."""
     from prefect.client.schemas.schedules import CronSchedule
 
-    from eqarena.flows.refresh import refresh_flow
+    from eqarena.flows import refresh_flow
     from eqarena.orchestration.prefect_api import TemporaryApiError, ensure_prefect_api
 
     options = main_job_options(dataset, judge, out, methods, "refuse", bootstrap, 4, max_cost, analyses, False)

@@ -175,7 +175,9 @@ def rate(
         from eqarena.warehouse.tensor import IncompleteTensorError
 
         with cli_errors(IncompleteTensorError, LookupError), said_if_interrupted(RATE_INTERRUPTED):
-            result = run_pipeline("rate", options, db_option(db))
+            from eqarena.pipelines.rate import rate as rate_pipeline
+
+            result = run_pipeline(rate_pipeline, options, db_option(db))
     say(
         f"u_king {result.shape[0]} prompts x {result.shape[1]} models, judges {', '.join(result.judges)}; "
         f"{result.dropped}"
@@ -198,7 +200,9 @@ def report(
     wait: Optional[float] = WAIT,
 ) -> None:
     """Write one self-contained HTML report of a rate run."""
-    path = run_pipeline("report", run, str(out), db_option(db))
+    from eqarena.pipelines.report import report as report_pipeline
+
+    path = run_pipeline(report_pipeline, run, str(out), db_option(db))
     say(f"report: {Path(path).resolve()}")
 
 

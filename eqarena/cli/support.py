@@ -6,7 +6,7 @@ import gc
 import os
 import traceback
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import duckdb
 import typer
@@ -19,6 +19,8 @@ from eqarena.warehouse.connection import (
     WAIT_ENV_VAR,
     unusable_warehouse,
 )
+
+T = TypeVar("T")
 
 DB_HELP = "DuckDB warehouse file (default: $EQARENA_DB, else eqarena.duckdb)."
 WAIT_HELP = (
@@ -106,37 +108,21 @@ def quiet_prefect() -> Iterator[None]:
         yield
 
 
-# Each command's pipeline (plain Python) and the Prefect flow that runs the same pipeline.
-PIPELINES = {
-    "ingest": ("eqarena.pipelines.ingest:ingest", "eqarena.flows.ingest:ingest_flow"),
-    "import": ("eqarena.pipelines.importing:import_data", "eqarena.flows.importing:import_flow"),
-    "rate": ("eqarena.pipelines.rate:rate", "eqarena.flows.rate:rate_flow"),
-    "report": ("eqarena.pipelines.report:report", "eqarena.flows.report:report_flow"),
-    "analyze-clones": ("eqarena.pipelines.analyze:analyze_clones", "eqarena.flows.analyze:clones_flow"),
-    "analyze-risk": ("eqarena.pipelines.analyze:analyze_risk", "eqarena.flows.analyze:risk_flow"),
-    "run": ("eqarena.pipelines.run:main_job", "eqarena.flows.run:run_flow"),
-    "refresh": ("eqarena.pipelines.refresh:refresh", "eqarena.flows.refresh:refresh_flow"),
-    "judge": ("eqarena.pipelines.judge:judge", "eqarena.flows.judge:judge_flow"),
-    "judge-adaptive": ("eqarena.pipelines.judge:judge_adaptive", "eqarena.flows.judge:adaptive_judge_flow"),
-    "generate": ("eqarena.pipelines.generate:generate", "eqarena.flows.generate:generate_flow"),
-}
-
-
-def run_pipeline(name: str, *args):
-    """Run the command's pipeline `name` with `args`: as plain Python (Prefect not even imported), or
-    as its Prefect flow when a Prefect API is configured (eqarena/orchestration/steps.py)."""
-    from importlib import import_module
-
+def run_pipeline(pipeline: Callable[..., T], *args) -> T:
+    """Run a command's `pipeline` with `args`: as plain Python (Prefect not even imported), or as the
+    command's Prefect flow (eqarena/flows.py, the command table) when a Prefect API is configured
+    (eqarena/orchestration/steps.py)."""
     from eqarena.orchestration.steps import prefect_wanted
 
     with options_errors():
         as_flow = prefect_wanted()
-    module, function = PIPELINES[name][1 if as_flow else 0].split(":")
-    target = getattr(import_module(module), function)
     if not as_flow:
-        return target(*args)
+        return pipeline(*args)
+    from eqarena.flows import flow_for  # imports Prefect, whose console handlers quiet_prefect then quiets
+
+    flow = flow_for(pipeline)
     with quiet_prefect():
-        return target(*args)
+        return flow(*args)
 
 
 DATASET_HELP = "Dataset name in the warehouse (default: its only dataset, if it holds exactly one)."

@@ -3,7 +3,7 @@ the prompts still unanswered (`plan`), the checks every run starts with (`setup`
 runner that stores each answer as it arrives (`runner`), or Batch API jobs (`batch`, on the judge's
 plumbing in eqarena/llm/batch_api.py). Providers, limits, retries and caps are the
 judge's (eqarena/llm/providers.py, eqarena/llm/calls.py). The pipeline's steps are in
-`eqarena.tasks.generate`, the flow in `eqarena.flows.generate`.
+`eqarena.tasks.generate`, its flow in `eqarena.flows` (the command table).
 
 Import from the submodules: this package imports nothing itself, so that planning a run (`eqarena
 generate --plan`) loads neither the provider SDKs nor Prefect.

@@ -4,7 +4,7 @@ A command that needs no Prefect API (an import, a rate run, a report, the main j
 judgments) runs its pipeline (eqarena/pipelines/) as plain Python: Prefect is not even imported, so
 a 3-line import starts in about a second. When a Prefect API is configured (`PREFECT_API_URL` in the
 environment or in the active Prefect profile, or `EQARENA_PREFECT=always`), the command runs the same
-pipeline as a Prefect flow (eqarena/flows/), and every `@step` inside it becomes a Prefect task with
+pipeline as a Prefect flow (eqarena/flows.py), and every `@step` inside it becomes a Prefect task with
 its own task run, logs and artifacts, as under `eqarena serve` and deployments.
 
     @step("assemble_tensor")

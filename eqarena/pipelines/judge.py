@@ -17,11 +17,13 @@ from eqarena.judge.runner import RunStats
 from eqarena.judge.setup import JudgeOutcome, prepare_judge
 from eqarena.llm.budget import Budget
 from eqarena.options import JudgeOptions, as_parameters
+from eqarena.orchestration.commands import subflow
 from eqarena.tasks.judge import JudgeSession, judge_message
 from eqarena.tasks.judge_adaptive import AdaptiveOutcome, judge_adaptively
 from eqarena.tasks.runs import RunLog
 
 
+@subflow  # the main job's judge step: its own flow run inside the main job's flow run
 def judge(options: JudgeOptions, db: str | None = None, progress: bool = True) -> JudgeOutcome:
     """Judge every missing (prompt, model pair, order, sample) of `options.dataset` with `options.judge`
     (a spec: openai:MODEL, gemini:MODEL, openai-compatible:MODEL@BASE_URL, recorded:JUDGE), with

@@ -20,7 +20,7 @@ from eqarena.orchestration.steps import run_logger
 from eqarena.pipelines.ingest import ingest
 from eqarena.pipelines.rate import rate as rate_pipeline
 from eqarena.pipelines.report import report
-from eqarena.pipelines.run import JudgeStep, judge_missing, run_analyses
+from eqarena.pipelines.run import judge_missing, run_analyses
 from eqarena.report.directory import report_dir
 from eqarena.tasks.rate import rate_parameters
 from eqarena.tasks.refresh import (
@@ -66,11 +66,10 @@ def refresh(
     options: MainJobOptions = MainJobOptions(),
     db: str | None = None,
     wait_s: float | None = None,
-    judge_step: JudgeStep | None = None,
 ) -> RefreshSummary:
     """Bring the ratings of `options.source` by `options.judge` up to date, doing only what new data
-    requires (module docstring); `wait_s` bounds the wait for a refresh already writing the warehouse;
-    `judge_step`: how a provider judge judges (`run.judge_missing`)."""
+    requires (module docstring); `wait_s` bounds the wait for a refresh already writing the warehouse
+    (default: $EQARENA_WAIT, else 60 s)."""
     methods = parse_methods(options.rate.methods)
     report_dir(options.out_dir)  # a file in the way of the report is said before any work
     steps: dict[str, str] = {}
@@ -82,7 +81,7 @@ def refresh(
         steps["ingest"] = f"{new_rows:,} new rows"
 
         with log.timed("judge"):
-            judges, judge_calls, steps["judge"] = judge_missing(options, dataset, db, judge_step)
+            judges, judge_calls, steps["judge"] = judge_missing(options, dataset, db)
 
         with log.timed("rate"):
             rate = replace(options.rate, dataset=dataset, judges=tuple(judges))

@@ -16,7 +16,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Callable, Mapping
 
 from eqarena import options as opts
 from eqarena.methods import SELECTED_NE, parse_methods
@@ -34,9 +34,6 @@ from eqarena.tasks.analysis_io import best_king, king_rows, unwritten_marginals,
 from eqarena.tasks.main_job import check_judge_plan, main_job_judge
 from eqarena.tasks.runs import RunLog, warehouse_path
 
-if TYPE_CHECKING:
-    from eqarena.judge.setup import JudgeOutcome
-
 
 @dataclass(frozen=True)
 class RunSummary:
@@ -49,25 +46,18 @@ class RunSummary:
     analyses: dict[str, list[str]] = field(default_factory=dict)  # kind -> its summary lines
 
 
-JudgeStep = Callable[..., "JudgeOutcome"]  # (JudgeOptions, db=, progress=) -> its outcome: the judge pipeline or flow
-
-
-def judge_missing(
-    options: MainJobOptions, dataset: str, db: str | None = None, judge_step: JudgeStep | None = None
-) -> tuple[list[str], int, str]:
+def judge_missing(options: MainJobOptions, dataset: str, db: str | None = None) -> tuple[list[str], int, str]:
     """The main job's judge step: no calls for a recorded judge; with a provider, the plan (printed,
-    its spend confirmed), then every missing cell, by `judge_step` (default: the judge pipeline; the main
-    job's flows pass the judge flow, which then runs as their subflow). Returns (judges to rate, judge
-    calls, what it did)."""
+    its spend confirmed), then every missing cell by the judge pipeline (inside a flow run, the judge
+    flow as a subflow: `orchestration.commands.subflow`). Returns (judges to rate, judge calls, what
+    it did)."""
     if is_recorded_judge(options.judge):
         return [options.judge], 0, "recorded judgments, no API calls"
     judge = main_job_judge(options, dataset)
     check_judge_plan(options, judge, db)
-    if judge_step is None:
-        from eqarena.pipelines.judge import judge as judge_pipeline
+    from eqarena.pipelines.judge import judge as judge_pipeline
 
-        judge_step = judge_pipeline
-    outcome = judge_step(judge, db=db, progress=False)
+    outcome = judge_pipeline(judge, db=db, progress=False)
     run_logger().info(f"judge {outcome.judge}: {outcome.message}")
     return [outcome.judge], outcome.stats.requests, outcome.message
 
@@ -124,17 +114,15 @@ _FIGURE_MODULES = ("eqarena.report.figures", "eqarena.report.analysis_figures")
 _REPORT_PIPELINE = "eqarena.pipelines.report"  # imported alongside the bootstrap (`_main_job`)
 
 
-def main_job(
-    options: MainJobOptions = MainJobOptions(), db: str | None = None, judge_step: JudgeStep | None = None
-) -> RunSummary:
-    """The main job on `options.source` with `options.judge`; returns where the warehouse and the report are.
-    `judge_step`: how a provider judge judges (`judge_missing`)."""
+def main_job(options: MainJobOptions = MainJobOptions(), db: str | None = None) -> RunSummary:
+    """The main job on `options.source` with `options.judge`: ingest, judge, rate, analyses, report;
+    returns where the warehouse and the report are."""
     report_dir(options.out_dir)  # a file in the way of the report is said before any work
     prewarm_workers(planned_main_job_workers(options))  # while ingest and rate prepare (if no judge must judge first)
     try:
         # The bootstrap's workers, idle once it ends, then draw the report's figures beside this process.
         with kept_workers(imports=_FIGURE_MODULES) as idle_workers:
-            return _main_job(options, db, idle_workers, judge_step)
+            return _main_job(options, db, idle_workers)
     finally:
         release_prewarmed()
 
@@ -143,13 +131,12 @@ def _main_job(
     options: MainJobOptions,
     db: str | None,
     idle_workers: Callable[[], Executor | None],
-    judge_step: JudgeStep | None = None,
 ) -> RunSummary:
     with RunLog(db, "run", as_parameters(options), start=False) as log:
         with log.timed("ingest"):
             dataset = ingest(IngestOptions(source=options.source), db).dataset
         with log.timed("judge"):
-            judges, _, _ = judge_missing(options, dataset, db, judge_step)
+            judges, _, _ = judge_missing(options, dataset, db)
         alongside: dict[str, Future] = {}
 
         def start_analyses(solved: SolvedRun) -> None:  # on the core the main process leaves idle
