@@ -432,3 +432,36 @@ def test_a_killed_import_is_marked_abandoned(tmp_path):
     ((status, message),) = query(db, "SELECT status, message FROM runs WHERE run_id = ?", run_id)
     assert status == "abandoned" and f"pid {importer.pid}" in message
     assert "abandoned" in eqarena("status", "--db", db).stdout
+
+
+@pytest.fixture
+def immutable_copy(rated, tmp_path):
+    """A copy of the rated warehouse marked immutable (`chattr +i`: not even root may write it)."""
+    db = tmp_path / "immutable.duckdb"
+    shutil.copy(rated, db)
+    marked = (
+        subprocess.run(["chattr", "+i", str(db)], capture_output=True, text=True) if shutil.which("chattr") else None
+    )
+    if marked is None or marked.returncode != 0:
+        pytest.skip(f"this machine cannot mark a file immutable: {marked.stderr.strip() if marked else 'no chattr'}")
+    try:
+        yield db
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("import", "pairwise", EXAMPLES / "pairwise.csv", "--dataset", "other"),
+        (*QUICK_RATE, "--dataset", "vicuna80"),
+        ("ingest",),
+    ],
+)
+def test_an_immutable_warehouse_is_one_error_line_and_stays_as_it_was(immutable_copy, command):
+    before = _sha(immutable_copy)
+    result = eqarena(*command, "--db", immutable_copy)
+    assert_one_error_line(result, str(immutable_copy), "immutable")
+    assert _sha(immutable_copy) == before
+    readable = eqarena("status", "--db", immutable_copy)  # a reader still reads it
+    assert readable.returncode == 0, readable.stderr
