@@ -17,6 +17,7 @@ from contextlib import closing
 from os import PathLike
 from typing import TYPE_CHECKING, Sequence
 
+from eqarena.exceptions import NotFoundError
 from eqarena.options import BootstrapOptions, IngestOptions, MissingPolicy, OrderRule, PromptActions, RateOptions
 
 if TYPE_CHECKING:
@@ -92,5 +93,5 @@ def read_ratings(
     with closing(warehouse.connect(db, read_only=True)) as con:
         run_id = run_id or latest_rate_run_id(con)
         if run_id is None:
-            raise LookupError("no finished rate run in the warehouse: rate first (eqarena.rate or `eqarena rate`)")
+            raise NotFoundError("no finished rate run in the warehouse: rate first (eqarena.rate or `eqarena rate`)")
         return read_rating_table(con, run_id, player, method)

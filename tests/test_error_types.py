@@ -50,3 +50,35 @@ def test_option_and_lookup_errors_keep_their_builtin_types():
     with pytest.raises(OptionError, match="--concurrency"):
         RunLimits(concurrency=0)
     assert issubclass(NotFoundError, LookupError) and issubclass(OptionError, ValueError)
+
+
+def _builtin_exceptions_handed_to_cli_errors(source: str) -> list[str]:
+    """Names of builtin exception classes a module's source passes to `cli_errors(...)`."""
+    import ast
+    import builtins
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "cli_errors":
+            for arg in node.args:
+                value = getattr(builtins, getattr(arg, "id", ""), None)
+                if inspect.isclass(value) and issubclass(value, BaseException):
+                    found.append(arg.id)
+    return found
+
+
+def test_the_command_line_turns_only_eqarenas_errors_into_one_line():
+    """A builtin ValueError or RuntimeError is a bug, to be seen with its traceback, not a user's error line:
+    the command line hands `cli_errors` eqarena's error classes only."""
+    from pathlib import Path
+
+    assert _builtin_exceptions_handed_to_cli_errors("@cli_errors(LookupError, MyError)\ndef f(): ...") == [
+        "LookupError"
+    ]
+    cli = Path(eqarena.__file__).parent / "cli"
+    offending = {
+        path.name: names
+        for path in sorted(cli.glob("*.py"))
+        if (names := _builtin_exceptions_handed_to_cli_errors(path.read_text(encoding="utf-8")))
+    }
+    assert not offending, offending

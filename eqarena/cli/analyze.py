@@ -10,6 +10,7 @@ import typer
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.output import say, warehouse_file
 from eqarena.cli.support import DB_HELP, OUT_HELP, WAIT, checked_dataset, cli_errors, db_option, run_pipeline
+from eqarena.exceptions import NotFoundError, OptionError
 from eqarena.options import DEFAULT_OUT_DIR, CloneOptions, RiskOptions
 
 RUN_HELP = "Rate run id (default: the latest finished rate run of --dataset)."
@@ -32,9 +33,9 @@ def parse_counts(text: str, option: str) -> list[int]:
     try:
         counts = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
-        raise ValueError(f"{option} takes comma-separated whole numbers, e.g. 0,250,500; got {text!r}") from None
+        raise OptionError(f"{option} takes comma-separated whole numbers, e.g. 0,250,500; got {text!r}") from None
     if not counts or counts[0] < 0:
-        raise ValueError(f"{option} takes comma-separated whole numbers >= 0; got {text!r}")
+        raise OptionError(f"{option} takes comma-separated whole numbers >= 0; got {text!r}")
     return counts
 
 
@@ -52,7 +53,7 @@ def source_run(run: Optional[str], dataset: Optional[str], db: Optional[Path]) -
     with closing(warehouse.connect(db, read_only=True)) as con:
         found = latest_rate_run_id(con, name)
     if found is None:
-        raise LookupError(f"no finished rate run of dataset {name!r}: run `eqarena rate --dataset {name}` first")
+        raise NotFoundError(f"no finished rate run of dataset {name!r}: run `eqarena rate --dataset {name}` first")
     return found
 
 
@@ -71,7 +72,7 @@ def _finish(result, out: Path, db: Optional[Path]) -> None:
 
 
 @analyze_app.command("clones")
-@cli_errors(LookupError, ValueError)
+@cli_errors()
 def analyze_clones(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
     dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=ANALYZE_DATASET_HELP),
@@ -104,7 +105,7 @@ def analyze_clones(
 
 
 @analyze_app.command("risk")
-@cli_errors(LookupError, ValueError)
+@cli_errors()
 def analyze_risk(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
     dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help=ANALYZE_DATASET_HELP),

@@ -9,6 +9,7 @@ import typer
 
 from eqarena.cli.output import print_changes, say
 from eqarena.cli.support import DB_HELP, SOURCE_HELP, WAIT, cli_errors, db_option, options_errors, run_pipeline
+from eqarena.exceptions import OptionError
 from eqarena.messages import terminal_safe
 from eqarena.options import DEFAULT_DATASET, ImportFormat, ImportOptions, IngestOptions, InputLimits
 
@@ -135,7 +136,7 @@ def import_data(
 ) -> None:
     with options_errors():
         if fmt not in tuple(ImportFormat):
-            raise ValueError(f"FORMAT must be one of {', '.join(f.value for f in ImportFormat)}; got {fmt!r}")
+            raise OptionError(f"FORMAT must be one of {', '.join(f.value for f in ImportFormat)}; got {fmt!r}")
         options = ImportOptions(
             fmt=fmt,
             paths=tuple(str(p) for p in paths),

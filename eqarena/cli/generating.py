@@ -33,7 +33,7 @@ PANEL_REQUESTS = "Requests"
 PANEL_BATCH = "Batch API"
 
 
-@cli_errors(LookupError, ValueError, RuntimeError)
+@cli_errors()
 def generate(
     model: str = typer.Option(
         ...,

@@ -45,7 +45,7 @@ PANEL_RUNNER = "Runner"
 PANEL_ADAPTIVE_JUDGING = "Adaptive judging"
 
 
-@cli_errors(LookupError, ValueError, RuntimeError)
+@cli_errors()
 def judge(
     judge: str = typer.Option(
         ...,

@@ -25,6 +25,7 @@ from eqarena.cli.support import (
     run_pipeline,
     split_list,
 )
+from eqarena.exceptions import OptionError
 from eqarena.options import (
     DEFAULT_DATASET,
     DEFAULT_JUDGE,
@@ -128,7 +129,7 @@ def run(
     from eqarena.runtime.worker_pool import workers_ahead
 
     with (
-        cli_errors(LookupError),
+        cli_errors(),
         workers_ahead(planned_main_job_workers(options)),
         said_if_interrupted(f"run {KEPT_ON_INTERRUPT}"),
     ):
@@ -169,7 +170,7 @@ def refresh(
         dataset, judge, out, methods, missing, bootstrap, samples_per_order, max_cost, analyses, yes, by
     )
 
-    with cli_errors(LookupError), said_if_interrupted(f"refresh {KEPT_ON_INTERRUPT}"):
+    with cli_errors(), said_if_interrupted(f"refresh {KEPT_ON_INTERRUPT}"):
         from eqarena.pipelines.refresh import refresh as refresh_pipeline
 
         summary = run_pipeline(refresh_pipeline, options, db_option(db), wait)
@@ -213,7 +214,7 @@ def serve(
         try:
             CronSchedule(cron=cron)
         except ValueError:
-            raise ValueError(f"--cron {cron!r} is not a cron expression (e.g. '0 3 * * *')") from None
+            raise OptionError(f"--cron {cron!r} is not a cron expression (e.g. '0 3 * * *')") from None
     with cli_errors(TemporaryApiError):
         if ensure_prefect_api():
             say(

@@ -38,6 +38,7 @@ from eqarena.cli.support import (
     run_pipeline,
     split_list,
 )
+from eqarena.exceptions import OptionError
 from eqarena.options import DEFAULT_OUT_DIR, BootstrapOptions, PromptActions, RateOptions
 
 PROMPT_GROUPS_HELP = (
@@ -174,7 +175,7 @@ def rate(
     with workers_ahead(planned_bootstrap_workers(options)):  # they import while the pipeline's modules load
         from eqarena.warehouse.tensor import IncompleteTensorError
 
-        with cli_errors(IncompleteTensorError, LookupError), said_if_interrupted(RATE_INTERRUPTED):
+        with cli_errors(IncompleteTensorError), said_if_interrupted(RATE_INTERRUPTED):
             from eqarena.pipelines.rate import rate as rate_pipeline
 
             result = run_pipeline(rate_pipeline, options, db_option(db))
@@ -192,7 +193,7 @@ def rate(
     say(f"run {result.run_id} written to {warehouse_file(db)}")
 
 
-@cli_errors(LookupError)
+@cli_errors()
 def report(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
     out: Path = typer.Option(Path(DEFAULT_OUT_DIR), "--out", help=OUT_HELP),
@@ -206,7 +207,7 @@ def report(
     say(f"report: {Path(path).resolve()}")
 
 
-@cli_errors(LookupError)
+@cli_errors()
 def export(
     run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
     dataset: Optional[str] = typer.Option(
@@ -230,7 +231,7 @@ def export(
 
     with options_errors():
         if fmt not in EXPORT_FORMATS:
-            raise ValueError(f"--format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
+            raise OptionError(f"--format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
     with closing(warehouse.connect(db, read_only=True)) as con:
         run_id = run or latest_rate_run_id(con, dataset)
         if run_id is None:

@@ -15,6 +15,7 @@ from rich.table import Table
 from eqarena.cli.help import TidyHelpGroup
 from eqarena.cli.output import say, warehouse_file
 from eqarena.cli.support import DB_HELP, cli_errors
+from eqarena.exceptions import OptionError
 from eqarena.options import DEFAULT_OUT_DIR, SETTINGS, PathSizes
 
 simulate_app = typer.Typer(
@@ -35,7 +36,7 @@ def parse_simulation_methods(text: str) -> list[str]:
     rest = [m for m in items if canonical(m) != REFERENCE]  # elo or bt: the simulation's Elo
     methods = (["elo"] if len(rest) < len(items) else []) + (list(parse_methods(rest)) if rest else [])
     if not methods:
-        raise ValueError("--methods: give at least one method, e.g. elo,ne")
+        raise OptionError("--methods: give at least one method, e.g. elo,ne")
     return methods
 
 
@@ -43,12 +44,12 @@ def parse_settings(text: str) -> list[str]:
     items = [s.strip().lower() for s in text.split(",") if s.strip()]
     unknown = [s for s in items if s not in SETTINGS]
     if unknown or not items:
-        raise ValueError(f"--settings: choose from {', '.join(SETTINGS)}; got {text!r}")
+        raise OptionError(f"--settings: choose from {', '.join(SETTINGS)}; got {text!r}")
     return [s for s in SETTINGS if s in items]
 
 
 @simulate_app.command("improvement-path")
-@cli_errors(ValueError)
+@cli_errors()
 def improvement_path(
     methods: str = typer.Option(
         "elo,ne",

@@ -179,7 +179,7 @@ def checked_dataset(dataset: str | None, db) -> str:
     from eqarena import warehouse
     from eqarena.warehouse.catalog import choose_dataset
 
-    with cli_errors(LookupError), closing(warehouse.connect(db, read_only=True)) as con:
+    with cli_errors(), closing(warehouse.connect(db, read_only=True)) as con:
         name = choose_dataset(con, dataset)
     if dataset is None:
         typer.echo(f"dataset: {name} (the only one in the warehouse)", err=True)
@@ -193,6 +193,6 @@ def split_list(values) -> list[str]:
 
 @contextmanager
 def options_errors() -> Iterator[None]:
-    """Invalid option values (ValueError from the options' checks) as one `error:` line, exit 1."""
-    with cli_errors(ValueError):
+    """Invalid option values (OptionError from the options' checks) as one `error:` line, exit 1."""
+    with cli_errors():
         yield

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from eqarena.exceptions import OptionError
 from eqarena.generation.plan import AnswerPlanSummary
 from eqarena.generation.runner import AnswerStats
 from eqarena.llm.pricing import Price, run_price
@@ -52,7 +53,7 @@ def prepare_generation(options: GenerateOptions) -> GenerateSetup:
     """Parse and check a generate run's options before anything is read or sent."""
     spec = parse_judge_spec(options.model, MODEL_OPTION, LIVE_PROVIDERS)
     if options.batch and spec.provider == "gemini":
-        raise ValueError(
+        raise OptionError(
             f"--batch uses the OpenAI Batch API: it needs an openai: or openai-compatible: model, not {spec.judge_id}"
         )
     price = run_price(spec.provider, spec.model, options.prices, options.caps.max_cost)

@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from eqarena.datasets.records import DatasetError
+from eqarena.exceptions import OptionError
 from eqarena.importers.limits import refuse_many_models
 from eqarena.importers.tables import WHERE, id_column, numeric_column, numeric_columns, read_table, text_column
 from eqarena.options import ImportLayout, InputLimits
@@ -34,7 +35,7 @@ def long_scores(
     a table with more model columns or rows than `limits.models` is refused before its cells are parsed."""
     layout = ImportLayout(layout) if layout else None
     if layout is ImportLayout.PREFERENCES:
-        raise ValueError("--layout preferences is a pairwise layout (import pairwise FILE --layout preferences)")
+        raise OptionError("--layout preferences is a pairwise layout (import pairwise FILE --layout preferences)")
     frame = read_table(path)
     if layout is ImportLayout.MODELS_BY_TASKS:
         refuse_many_models(frame.height, limits, f"{path} (a row per model)")

@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from eqarena.datasets.records import SCORE_SCHEMA, Dataset, DatasetError, Prompt
+from eqarena.exceptions import OptionError
 from eqarena.importers.result import Imported
 from eqarena.importers.score_layouts import long_scores
 from eqarena.importers.tables import first_duplicate
@@ -47,7 +48,7 @@ def read_score_table(
     by the columns), the prompt id in column `id_name` when given; a prompt needs two scores."""
     payoff = ScorePayoff(payoff)
     if not scale > 0:
-        raise ValueError(f"--scale must be positive; got {scale}")
+        raise OptionError(f"--scale must be positive; got {scale}")
     template = payoff_template(payoff, scale)
     frames: list[pl.DataFrame] = []
     prompts: dict[str, Prompt] = {}

@@ -59,7 +59,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from eqarena.exceptions import EqarenaError
+from eqarena.exceptions import EqarenaError, OptionError
 from eqarena.judge.judges import make_judge_provider
 from eqarena.llm.providers import (
     Completion,
@@ -260,7 +260,7 @@ def dask_provider(
     from prefect_dask import DaskTaskRunner
 
     if workers < 1:
-        raise ValueError(f"--dask-workers must be at least 1, got {workers}")
+        raise OptionError(f"--dask-workers must be at least 1, got {workers}")
     if address:
         runner = DaskTaskRunner(address=address)
     else:

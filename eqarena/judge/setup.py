@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eqarena.exceptions import EqarenaError
+from eqarena.exceptions import EqarenaError, OptionError
 from eqarena.judge.plan import PlanSummary
 from eqarena.judge.runner import RunStats
 from eqarena.judge.templates import Template, load_template
@@ -55,14 +55,14 @@ def prepare_judge(options: JudgeOptions) -> JudgeSetup:
     spec = parse_judge_spec(options.judge)
     runner = options.runner
     if spec.provider == "recorded" and (runner.batch or runner.runner is Runner.DASK):
-        raise ValueError(
+        raise OptionError(
             f"{options.judge} replays stored judgments from this process; it cannot be combined "
             "with --batch or --runner dask"
         )
     template = load_template(options.template)
     price = run_price(spec.provider, spec.model, options.prices, options.caps.max_cost)
     if runner.batch and spec.provider == "gemini":
-        raise ValueError(
+        raise OptionError(
             f"--batch uses the OpenAI Batch API: it needs an openai: or openai-compatible: judge, not {spec.judge_id}"
         )
     multi = default_multi_sample(spec) if options.multi_sample is None else options.multi_sample

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import duckdb
 
+from eqarena.exceptions import OptionError
 from eqarena.llm.providers import Completion, OpenAIProvider, Provider, completion_from_chat
 
 ENDPOINT = "/v1/chat/completions"
@@ -61,7 +62,7 @@ class BatchAPIJobs:
         on_status: Callable[[str], None] | None,
     ):
         if not isinstance(provider, OpenAIProvider):
-            raise ValueError(
+            raise OptionError(
                 f"--batch needs an openai: or openai-compatible: {self.role}, not {provider.spec.judge_id}"
             )
         self.provider = provider

@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from eqarena.exceptions import OptionError
+
 F = TypeVar("F", bound=Callable)
 
 PREFECT_MODES = ("auto", "always", "never")
@@ -74,7 +76,7 @@ def prefect_wanted() -> bool:
     `EQARENA_PREFECT`: auto (default: when a Prefect API is configured), always, or never."""
     mode = os.environ.get("EQARENA_PREFECT", "auto").strip().lower() or "auto"
     if mode not in PREFECT_MODES:
-        raise ValueError(f"EQARENA_PREFECT must be one of {', '.join(PREFECT_MODES)}; got {mode!r}")
+        raise OptionError(f"EQARENA_PREFECT must be one of {', '.join(PREFECT_MODES)}; got {mode!r}")
     if mode != "auto":
         return mode == "always"
     if os.environ.get("PREFECT_API_URL"):

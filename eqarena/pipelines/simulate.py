@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from eqarena.exceptions import OptionError
 from eqarena.options import PathSizes
 from eqarena.report.simulation_page import write_page
 from eqarena.solvers.analyses.improvement_summary import EntropyDifference, FinalEntropy
@@ -42,7 +43,7 @@ def simulate_improvement_path(
     """Run every (method, setting, trial), store the steps in one transaction and write the page
     `out/improvement-path-<run id>.html`."""
     if trials < 1:
-        raise ValueError("--trials must be at least 1")
+        raise OptionError("--trials must be at least 1")
     parameters = {**asdict(sizes), "methods": list(methods), "settings": list(settings), "trials": trials, "seed": seed}
     with RunLog(db, "simulate", parameters) as log:
         with log.timed("trials"):

@@ -15,6 +15,7 @@ import json
 
 import polars as pl
 
+from eqarena.exceptions import OptionError
 from eqarena.methods import format_interval, format_rating, interval_note, label, ordered
 from eqarena.report.verdict import headline_method
 
@@ -42,7 +43,7 @@ def export_text(rows: pl.DataFrame, fmt: str, run_id: str, dataset: str, lead: s
     """The leaderboard of run `run_id` (on `dataset`) as `fmt`: csv, json or markdown, ordered as
     `leaderboard(rows, lead)`."""
     if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"--format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
+        raise OptionError(f"--format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
     board, methods, headline = leaderboard(rows, lead)
     if fmt == "csv":
         return board.write_csv()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from eqarena.exceptions import NotFoundError
 from eqarena.options import PromptActions, RateOptions
 from eqarena.orchestration.progress import say
 from eqarena.solvers.sparse.group_game import GroupBattles, GroupCells, GroupReplicates
@@ -53,7 +54,7 @@ def choose_grouping(con, options: RateOptions, judges: list[str]) -> GroupChoice
     if wanted is not PromptActions.AUTO:
         if wanted.value != "all" and wanted.value not in sizes:
             have = ", ".join(f"{g} ({n})" for g, n in sizes.items()) or "none"
-            raise LookupError(
+            raise NotFoundError(
                 f"--prompt-groups {wanted.value}: dataset {options.dataset!r} has no prompt "
                 f"{wanted.value} labels (groupings it has: {have}; `all` is one group of every battle)"
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from eqarena.exceptions import NotFoundError
 from eqarena.options import CloneOptions
 from eqarena.orchestration.steps import step
 from eqarena.solvers.analyses.clones import (
@@ -22,7 +23,7 @@ from eqarena.warehouse.analyses import RunGame
 def run_clone_experiment(game: RunGame, settings: CloneOptions) -> list[CloneOutcome]:
     """Every method's model ranks on the game with 0..n adversarial copies, exact and noisy."""
     if settings.target not in game.models:
-        raise LookupError(
+        raise NotFoundError(
             f"--target {settings.target!r} is not a model of rate run {game.run_id} (models: {', '.join(game.models)})"
         )
     return clone_experiment(

@@ -12,6 +12,7 @@ import numpy as np
 
 from eqarena import warehouse
 from eqarena.datasets.records import DatasetError
+from eqarena.exceptions import NotFoundError
 from eqarena.methods import RatingMethod, get_method, uses_option
 from eqarena.options import BootstrapOptions, RateOptions
 from eqarena.orchestration.progress import say
@@ -67,7 +68,7 @@ def method_battles(
     if uses_option(methods, "baseline") and len(battles.get("score", ())):
         if options.baseline is not None:
             if options.baseline not in tensor.models:
-                raise LookupError(
+                raise NotFoundError(
                     f"--baseline {options.baseline!r} is not a rated model (models: {', '.join(tensor.models)})"
                 )
             out["baseline"] = np.asarray(tensor.models.index(options.baseline))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from eqarena.exceptions import EqarenaError
 from eqarena.orchestration.steps import step
 from eqarena.runtime.one_core import on_one_core
 from eqarena.solvers.analyses.risk import DEFAULT_TOL as EQUILIBRIUM_TOL
@@ -55,7 +56,7 @@ def rank_risk(game: RunGame, found: DiverseNash, eta: float, steps: int) -> Risk
     """Risk of the distinct equilibria found (exploitability <= 1e-2), under uniform and iterated priors."""
     keep = np.flatnonzero(found.distinct)
     if len(keep) == 0 or keep[0] != 0:
-        raise ValueError(
+        raise EqarenaError(
             "the selected NE is not among the equilibria kept: its exploitability exceeds "
             f"{EQUILIBRIUM_TOL} ({found.exploitability[0]:.2e})"
         )

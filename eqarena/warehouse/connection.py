@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import psutil
 
-from eqarena.exceptions import EqarenaError, exception_chain
+from eqarena.exceptions import EqarenaError, OptionError, exception_chain
 from eqarena.messages import bounded
 from eqarena.warehouse.journal import replay_journals
 from eqarena.warehouse.runs import mark_abandoned_runs
@@ -56,7 +56,7 @@ def lock_wait_s() -> float:
     try:
         return max(float(value), 0.0) if value else DEFAULT_LOCK_WAIT_S
     except ValueError:
-        raise ValueError(f"{WAIT_ENV_VAR}={value!r} is not a number of seconds") from None
+        raise OptionError(f"{WAIT_ENV_VAR}={value!r} is not a number of seconds") from None
 
 
 def connect(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
+from eqarena.exceptions import EqarenaError
 from eqarena.warehouse.catalog import has_scores
 
 COLUMN_GROUPINGS = ("category", "cluster")  # columns of table prompts
@@ -182,7 +183,7 @@ def _indexed_battles(con, where: str, params: dict, prompt_ids: list[str], model
         keys = _name_hashes(con, names)
         order = np.argsort(keys)
         if len(np.unique(keys)) != len(keys):
-            raise RuntimeError("two names share a 64-bit hash; eqarena cannot index this dataset's battles")
+            raise EqarenaError("two names share a 64-bit hash; eqarena cannot index this dataset's battles")
         at = np.searchsorted(keys[order], np.asarray(rows[column], dtype=np.uint64))
         out[column] = order[at].astype(np.int64)
     return out

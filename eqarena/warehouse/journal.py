@@ -22,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 
+from eqarena.exceptions import EqarenaError
 from eqarena.warehouse.inserts import insert_new_rows
 
 SUFFIX = ".journal"
@@ -84,7 +85,7 @@ def replay_journals(con: duckdb.DuckDBPyConnection) -> int:
             types = header["types"]
             names = [*types, *(k.strip() for k in header["key"].split(","))]
             if header["table"] not in JOURNALED_TABLES or not all(_NAME.match(n) for n in names):
-                raise ValueError(f"{journal}: not a journal of eqarena's (table {header['table']!r}); move it away")
+                raise EqarenaError(f"{journal}: not a journal of eqarena's (table {header['table']!r}); move it away")
             columns = {name: (kind, [row.get(name) for row in rows]) for name, kind in types.items()}
             con.execute("BEGIN TRANSACTION")
             try:

@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 import psutil
 
-from eqarena.exceptions import EqarenaError
+from eqarena.exceptions import EqarenaError, OptionError
 from eqarena.options import MissingPolicy, OrderRule, choice
 from eqarena.warehouse.catalog import has_scores
 from eqarena.warehouse.prompt_groups import PromptGroup
@@ -211,7 +211,7 @@ def assemble_tensor(
     """
     judges = tuple(dict.fromkeys(judges))
     if not judges:
-        raise ValueError("at least one judge is required")
+        raise OptionError("at least one judge is required")
     orders = choice(OrderRule, orders, "orders")
     present = set(available_judges(con, dataset))
     absent = [j for j in judges if j not in present]
