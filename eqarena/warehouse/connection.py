@@ -14,7 +14,7 @@ import psutil
 
 from eqarena.exceptions import EqarenaError, OptionError, exception_chain
 from eqarena.messages import bounded
-from eqarena.warehouse.journal import replay_journals
+from eqarena.warehouse.journal import ForeignJournalError, replay_journals
 from eqarena.warehouse.runs import mark_abandoned_runs
 
 WAREHOUSE_DIR = Path(__file__).resolve().parent
@@ -91,7 +91,7 @@ def connect(
     except duckdb.Error as exc:
         con.close()
         raise unusable_warehouse(exc, db_path) or exc from None
-    except ValueError as exc:  # a journal beside the warehouse that is not one of eqarena's
+    except ForeignJournalError as exc:
         con.close()
         raise WarehouseUnusableError(str(exc)) from None
     if recovered:

@@ -25,6 +25,11 @@ import duckdb
 from eqarena.exceptions import EqarenaError
 from eqarena.warehouse.inserts import insert_new_rows
 
+
+class ForeignJournalError(EqarenaError):
+    """A file named like a journal beside the warehouse that eqarena did not write."""
+
+
 SUFFIX = ".journal"
 JOURNALED_TABLES = ("judgments", "responses")
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -85,7 +90,9 @@ def replay_journals(con: duckdb.DuckDBPyConnection) -> int:
             types = header["types"]
             names = [*types, *(k.strip() for k in header["key"].split(","))]
             if header["table"] not in JOURNALED_TABLES or not all(_NAME.match(n) for n in names):
-                raise EqarenaError(f"{journal}: not a journal of eqarena's (table {header['table']!r}); move it away")
+                raise ForeignJournalError(
+                    f"{journal}: not a journal of eqarena's (table {header['table']!r}); move it away"
+                )
             columns = {name: (kind, [row.get(name) for row in rows]) for name, kind in types.items()}
             con.execute("BEGIN TRANSACTION")
             try:
